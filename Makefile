@@ -1,0 +1,24 @@
+# The two commands of the README: `make demo` (the main job, end to end) and `make test` (every test).
+SHELL := /bin/bash
+PY := .venv/bin/python
+
+.PHONY: setup demo test lint stop bench
+
+setup:
+	bash scripts/setup.sh
+
+demo: setup
+	bash scripts/demo.sh
+
+test: setup
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
+	.venv/bin/pytest
+
+stop:
+	$(PY) -m testweb stop
+
+bench: setup
+	$(PY) bench/bench_crawl.py
+	$(PY) bench/bench_validation.py
+	$(PY) bench/bench_bloom.py

@@ -1,0 +1,137 @@
+"""The ``geoweb`` command: run the library without Airflow (crawl a web, trace a URL through the filters)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from collections import Counter
+from pathlib import Path
+
+from geoweb.models import ALL_TYPES
+from geoweb.settings import Settings
+
+log = logging.getLogger("geoweb")
+
+
+def _types(value: str) -> list[str]:
+    types = [t.strip().upper() for t in value.split(",") if t.strip()]
+    unknown = sorted(set(types) - set(ALL_TYPES))
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown type(s) {', '.join(unknown)}; known: {', '.join(ALL_TYPES)}"
+        )
+    return types
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="geoweb", description=__doc__)
+    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING (default INFO; on stderr)")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    crawl = commands.add_parser(
+        "crawl", help="crawl breadth-first from seed pages and report resources found"
+    )
+    crawl.add_argument("--seed", action="append", default=[], metavar="URL", help="a seed page (repeatable)")
+    crawl.add_argument("--seeds-file", type=Path, help="a file of seed URLs, one per line (# comments)")
+    crawl.add_argument("--max-level", type=int, default=Settings().max_level, help="link hops (default 5)")
+    crawl.add_argument("--types", type=_types, default=list(ALL_TYPES), help="comma list (default: all)")
+    crawl.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="a host that may resolve to a private or loopback address (repeatable; tests and demos)",
+    )
+    crawl.add_argument("--output", "-o", default="-", help="JSON-lines file of resources (default stdout)")
+    crawl.add_argument("--plot", type=Path, help="write a PNG of resources and discovery ratio per level")
+    crawl.add_argument("--concurrency", type=int, help="requests in flight (default from settings)")
+    crawl.add_argument("--per-host-concurrency", type=int, help="requests in flight per host")
+    crawl.add_argument("--delay", type=float, help="seconds between requests to one host")
+
+    trace = commands.add_parser("filter", help="show what the URL filter chain does with URLs")
+    trace.add_argument("urls", nargs="+")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if args.command == "filter":
+        return _filter(args)
+    return _crawl(args)
+
+
+def _filter(args) -> int:
+    from geoweb.links.filters import URLFilters
+
+    filters = URLFilters.from_settings(Settings.from_env())
+    for url in args.urls:
+        print(url)
+        for name, out in filters.trace(url):
+            print(f"  {name:<22} {out if out is not None else 'DROPPED'}")
+    return 0
+
+
+def _crawl(args) -> int:
+    seeds = list(args.seed)
+    if args.seeds_file:
+        lines = args.seeds_file.read_text(encoding="utf-8").splitlines()
+        seeds += [s.strip() for s in lines if s.strip() and not s.lstrip().startswith("#")]
+    if not seeds:
+        print("geoweb crawl: give at least one --seed or a --seeds-file", file=sys.stderr)
+        return 2
+    overrides = {"max_level": args.max_level}
+    if args.allow_host:
+        overrides["allowed_hosts"] = frozenset(h.lower() for h in args.allow_host)
+    for option, name in (("concurrency", "concurrency"), ("per_host_concurrency", "per_host_concurrency"),
+                         ("delay", "per_host_delay")):  # fmt: skip
+        if getattr(args, option) is not None:
+            overrides[name] = getattr(args, option)
+    settings = Settings.from_env(**overrides)
+    out = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")  # noqa: SIM115
+    try:
+        report = asyncio.run(run_crawl(seeds, settings, args.types, out))
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    print(report.table(), file=sys.stderr)
+    if args.plot:
+        report.plot(args.plot)
+        print(f"plot: {args.plot}", file=sys.stderr)
+    return 0
+
+
+async def run_crawl(seeds, settings: Settings, types, out):
+    """Crawl with the default detectors and an in-process Bloom filter, writing JSON lines to ``out``."""
+    from geoweb.crawl import Crawler
+    from geoweb.dedup import BloomFilter
+    from geoweb.detect import load_detectors
+    from geoweb.fetch.fetcher import Fetcher
+
+    stats: Counter = Counter()
+
+    def write(resource) -> None:
+        out.write(json.dumps(resource.to_record(), ensure_ascii=False) + "\n")
+        out.flush()
+
+    async with Fetcher(settings, stats=stats) as fetcher:
+        crawler = Crawler(
+            fetcher.get,
+            load_detectors(),
+            settings=settings,
+            seen=BloomFilter(settings.expected_urls, settings.bloom_error_rate),
+            types=types,
+            stats=stats,
+        )
+        return await crawler.crawl(seeds, on_resource=write)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,198 @@
+"""The breadth-first crawler: one level at a time, per-host queues, detectors on every response.
+
+A level is a list of (url, source page). ``run_level`` fetches them with per-host workers, hands each
+response to the detectors, and returns the resources found plus the next level's URLs, already filtered and
+deduplicated. ``crawl`` chains levels from the seeds. The Airflow fan-out runs ``run_level`` on shards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import Counter, defaultdict, deque
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from geoweb.crawl.report import CrawlReport, LevelStats
+from geoweb.detect.base import DetectContext, Detector
+from geoweb.errors import FetchError, GeowebError, RobotsDisallowed
+from geoweb.fetch.response import Response
+from geoweb.links.extract import extract_links
+from geoweb.links.filters import HostBudget, URLFilters
+from geoweb.links.normalize import origin
+from geoweb.models import ALL_TYPES, Resource
+from geoweb.settings import Settings
+
+log = logging.getLogger("geoweb.crawl")
+
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+SNIFFED_TYPES = frozenset({"", "text/plain", "application/octet-stream", "binary/octet-stream"})
+
+Link = tuple[str, str | None]  # (url, the page that linked to it; None for seeds)
+ResourceSink = Callable[[Resource], None]
+
+
+def looks_like_html(response: Response) -> bool:
+    """HTML by Content-Type, or by its first bytes when the type is missing or generic (servers lie)."""
+    ctype = response.content_type
+    if ctype in HTML_TYPES:
+        return True
+    if ctype in SNIFFED_TYPES:
+        head = response.body[:512].lstrip().lower()
+        return head.startswith((b"<!doctype html", b"<html")) or b"<body" in head
+    return False
+
+
+@dataclass
+class LevelResult:
+    level: int
+    resources: list[Resource] = field(default_factory=list)
+    links: list[Link] = field(default_factory=list)
+    stats: LevelStats | None = None
+
+
+class Crawler:
+    """Runs levels over one fetcher. ``seen`` is any set-like with ``add(key) -> bool`` (new or not)."""
+
+    def __init__(
+        self,
+        fetch,
+        detectors: Iterable[Detector],
+        *,
+        settings: Settings,
+        seen,
+        types: Collection[str] = ALL_TYPES,
+        stats: Counter | None = None,
+    ):
+        self.settings = settings
+        self.stats = stats if stats is not None else Counter()
+        self.types = frozenset(types)
+        self.detectors = [d for d in detectors if self.types.intersection(d.types)]
+        self.filters = URLFilters.from_settings(settings, self.stats)
+        self.budget = HostBudget(settings.max_pages_per_host)
+        self.seen = seen
+        self.found: set[tuple[str, str]] = set()
+        self.fetch = fetch
+        self.ctx = DetectContext(
+            fetch=fetch, settings=settings, types=self.types, first_time=seen.add, stats=self.stats
+        )
+
+    def admit(self, url: str) -> str | None:
+        """The normalised URL if it passes the filters, was never seen in this run and fits the host budget."""
+        url = self.filters(url)
+        if url is None:
+            return None
+        if not self.seen.add(url):
+            self.stats["dedup/filtered"] += 1
+            return None
+        if self.budget(url) is None:
+            self.stats[f"filter/{self.budget.name}"] += 1
+            return None
+        return url
+
+    async def crawl(self, seeds: Iterable[str], on_resource: ResourceSink | None = None) -> CrawlReport:
+        report = CrawlReport(stats=self.stats)
+        started = time.monotonic()
+        frontier: list[Link] = [(url, None) for url in filter(None, map(self.admit, seeds))]
+        for level in range(self.settings.max_level + 1):
+            if not frontier:
+                break
+            result = await self.run_level(frontier, level, on_resource)
+            report.levels.append(result.stats)
+            for r in result.resources:
+                report.resources_by_type[r.type] += 1
+            frontier = result.links
+        report.seconds = time.monotonic() - started
+        return report
+
+    async def run_level(
+        self, items: list[Link], level: int, on_resource: ResourceSink | None = None
+    ) -> LevelResult:
+        """Fetch and classify one level; the returned links are the next level (none past max_level)."""
+        result = LevelResult(level)
+        stats = LevelStats(level)
+        follow = level < self.settings.max_level
+        started = time.monotonic()
+        queues: dict[str, deque[Link]] = defaultdict(deque)
+        for item in items:
+            queues[origin(item[0])].append(item)
+        # per-host workers keep hosts interleaved; the semaphore keeps fetches within the connection pool,
+        # since time spent waiting for a connection counts against the fetcher's total timeout
+        in_flight = asyncio.Semaphore(self.settings.concurrency)
+
+        async def worker(queue: deque[Link]) -> None:
+            while queue:
+                url, source = queue.popleft()
+                try:
+                    async with in_flight:
+                        resources, links = await self.process(url, source, level, follow)
+                except RobotsDisallowed:
+                    self.stats["skip/robots_disallowed"] += 1  # never requested: neither fetched nor failed
+                    continue
+                except FetchError as exc:
+                    stats.urls += 1
+                    stats.failures += 1
+                    self.stats[f"fail/{exc.reason}"] += 1
+                    continue
+                stats.urls += 1
+                for r in resources:
+                    stats.resources += 1
+                    result.resources.append(r)
+                    if on_resource:
+                        on_resource(r)
+                result.links.extend(links)
+
+        per_host = self.settings.per_host_concurrency
+        await asyncio.gather(*(worker(q) for q in queues.values() for _ in range(min(per_host, len(q)))))
+        stats.seconds = time.monotonic() - started
+        result.stats = stats
+        log.info(
+            "level %d: %d URLs fetched, %d failed, %d resources (ratio %.4f), %d links for the next level, %.1fs",
+            level, stats.urls, stats.failures, stats.resources, stats.discovery_ratio, len(result.links),
+            stats.seconds,
+        )  # fmt: skip
+        return result
+
+    async def process(
+        self, url: str, source: str | None, level: int, follow: bool
+    ) -> tuple[list[Resource], list[Link]]:
+        """Fetch one URL, detect resources in it, and (for HTML pages) collect its new links."""
+        response = await self.fetch(url)
+        if response.final_url != url:
+            self.seen.add(response.final_url)
+        resources = []
+        for detector in self.detectors:
+            if not detector.accepts(response):
+                continue
+            try:
+                found = await detector.detect(response, self.ctx)
+            except GeowebError as exc:
+                self.stats[f"detect/{exc.reason}"] += 1
+                log.info("%s: %s rejected it: %s", url, detector.name, exc)
+                continue
+            except Exception:  # a detector bug must not end the crawl; it is logged with its trace
+                self.stats["detect/crash"] += 1
+                log.exception("%s: detector %s crashed", url, detector.name)
+                continue
+            resources.extend(self.record(found, level, source))
+        links: list[Link] = []
+        if follow and response.status < 400 and looks_like_html(response):
+            for link in extract_links(response.text(), response.final_url):
+                admitted = self.admit(link)
+                if admitted:
+                    links.append((admitted, url))
+        return resources, links
+
+    def record(self, found: list[Resource], level: int, source: str | None) -> list[Resource]:
+        """Keep each (url, type) once per run, of the wanted types, stamped with level and source page."""
+        kept = []
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        for r in found:
+            if r.type not in self.types or r.key in self.found:
+                continue
+            self.found.add(r.key)
+            r.level, r.source_page, r.discovered_at = level, source, now
+            kept.append(r)
+        return kept

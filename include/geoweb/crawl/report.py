@@ -1,0 +1,84 @@
+"""Per-level crawl statistics and the end-of-run table (the paper's Figs. 10-11 as numbers)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+
+@dataclass
+class LevelStats:
+    level: int
+    urls: int = 0  # URLs fetched at this level (the paper's "URLs crawled")
+    resources: int = 0
+    failures: int = 0
+    seconds: float = 0.0
+
+    @property
+    def discovery_ratio(self) -> float:
+        return self.resources / self.urls if self.urls else 0.0
+
+
+@dataclass
+class CrawlReport:
+    levels: list[LevelStats] = field(default_factory=list)
+    resources_by_type: Counter = field(default_factory=Counter)
+    stats: Counter = field(default_factory=Counter)
+    seconds: float = 0.0
+
+    @property
+    def urls(self) -> int:
+        return sum(s.urls for s in self.levels)
+
+    @property
+    def resources(self) -> int:
+        return sum(s.resources for s in self.levels)
+
+    @property
+    def requests(self) -> int:
+        return self.stats["fetch/requests"]
+
+    def table(self) -> str:
+        """A plain-text summary: one row per level, totals, resources per type and requests per resource."""
+        rows = [
+            f"{'level':>5}  {'URLs fetched':>12}  {'resources':>9}  {'failures':>8}  {'ratio':>8}  {'secs':>7}"
+        ]
+        for s in self.levels:
+            rows.append(
+                f"{s.level:>5}  {s.urls:>12}  {s.resources:>9}  {s.failures:>8}  "
+                f"{s.discovery_ratio:>8.4f}  {s.seconds:>7.1f}"
+            )
+        ratio = self.resources / self.urls if self.urls else 0.0
+        rows.append(
+            f"{'all':>5}  {self.urls:>12}  {self.resources:>9}  "
+            f"{sum(s.failures for s in self.levels):>8}  {ratio:>8.4f}  {self.seconds:>7.1f}"
+        )
+        types = ", ".join(f"{t} {n}" for t, n in sorted(self.resources_by_type.items())) or "none"
+        rows.append(f"resources by type: {types}")
+        per_resource = f"{self.requests / self.resources:.1f}" if self.resources else "n/a"
+        rows.append(
+            f"HTTP requests: {self.requests} ({per_resource} per resource found); "
+            f"pages/s: {self.urls / self.seconds if self.seconds else 0:.0f}"
+        )
+        return "\n".join(rows)
+
+    def plot(self, path) -> None:
+        """A PNG of resources found and discovery ratio per level (the paper's Figs. 10 and 11)."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        levels = [s.level for s in self.levels]
+        fig, (ax_found, ax_ratio) = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)
+        ax_found.bar(levels, [s.resources for s in self.levels], color="#2b7bb9", label="resources")
+        ax_found.plot(levels, [s.urls for s in self.levels], "o-", color="#999999", label="URLs fetched")
+        ax_found.set(title="Resources found per level", xlabel="level (link hops)", ylabel="count")
+        ax_found.set_yscale("symlog")
+        ax_found.legend()
+        ax_ratio.plot(levels, [s.discovery_ratio for s in self.levels], "o-", color="#d95f02")
+        ax_ratio.set(title="Discovery ratio per level", xlabel="level (link hops)", ylabel="resources / URLs")
+        for ax in (ax_found, ax_ratio):
+            ax.set_xticks(levels)
+        fig.savefig(path, dpi=100)
+        plt.close(fig)

@@ -1,0 +1,97 @@
+"""Exceptions raised by the library.
+
+Each carries a short ``user_msg`` safe to show to users (no secrets, no stack) and a ``reason`` code that is
+stored as data with the failed URL, so one bad server never stops a crawl.
+"""
+
+
+class GeowebError(Exception):
+    """Base class. ``reason`` is a stable short code counted in crawl statistics."""
+
+    reason = "error"
+    user_msg = "GeoWeb Harvester failed"
+
+    def __init__(self, message: str | None = None, *, url: str | None = None):
+        self.url = url
+        super().__init__(message or self.user_msg)
+
+
+class FetchError(GeowebError):
+    """Raised by the fetcher when a URL cannot be fetched safely."""
+
+    reason = "fetch"
+    user_msg = "The URL could not be fetched"
+
+
+class InvalidURL(FetchError):
+    """Raised by the fetcher for a URL (or redirect target) that is not absolute http(s)."""
+
+    reason = "invalid_url"
+    user_msg = "The URL is not a valid http(s) URL"
+
+
+class BadResponse(FetchError):
+    """Raised by the fetcher when the server's answer is not valid HTTP."""
+
+    reason = "bad_response"
+    user_msg = "The server sent a malformed HTTP response"
+
+
+class BlockedAddress(FetchError):
+    """Raised by the address guard: the host resolves to a private, loopback, link-local or metadata address."""
+
+    reason = "blocked_address"
+    user_msg = "The host resolves to an address that may not be fetched"
+
+
+class RobotsDisallowed(FetchError):
+    """Raised by the fetcher when robots.txt disallows the URL for our User-Agent."""
+
+    reason = "robots_disallowed"
+    user_msg = "robots.txt disallows this URL"
+
+
+class TooManyRedirects(FetchError):
+    """Raised by the fetcher when a redirect chain is longer than the limit or loops."""
+
+    reason = "redirects"
+    user_msg = "Too many redirects, or a redirect loop"
+
+
+class FetchTimeout(FetchError):
+    """Raised by the fetcher when connect, read or total time runs out."""
+
+    reason = "timeout"
+    user_msg = "The server did not answer in time"
+
+
+class HTTPStatusError(FetchError):
+    """Raised by the fetcher on a final 4xx/5xx status after retries."""
+
+    reason = "http_status"
+    user_msg = "The server answered with an error status"
+
+    def __init__(self, status: int, *, url: str | None = None):
+        self.status = status
+        super().__init__(f"HTTP {status}", url=url)
+
+
+class ConnectionFailed(FetchError):
+    """Raised by the fetcher when no connection could be made after retries."""
+
+    reason = "connection"
+    user_msg = "The server could not be reached"
+
+
+class UnsafeContent(GeowebError):
+    """Raised by parsers for hostile content: entity expansion, DTDs, zip bombs, oversized members."""
+
+    reason = "unsafe_content"
+    user_msg = "The document was rejected as unsafe"
+
+
+class MalformedContent(GeowebError):
+    """Raised by parsers when a document cannot be parsed."""
+
+    reason = "malformed"
+    user_msg = "The document could not be parsed"

@@ -1,0 +1,80 @@
+"""The records the crawl produces: resources (services and files) and their datasets."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+BBox = tuple[float, float, float, float]
+
+# The resource types of the crawl engine; detectors of later types add their own names.
+OGC_TYPES = ("WMS", "WFS", "WCS", "WMTS", "WPS", "SOS", "CSW")
+FILE_TYPES = ("KML", "SHAPEFILE")
+ALL_TYPES = OGC_TYPES + FILE_TYPES
+
+
+@dataclass(slots=True)
+class Dataset:
+    """A layer, feature type, coverage, process, offering or file content inside a resource."""
+
+    name: str | None
+    title: str | None = None
+    bbox: BBox | None = None  # WGS84 minx, miny, maxx, maxy
+    keywords: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Resource:
+    """One discovered service or file, keyed by (canonical url, type)."""
+
+    url: str
+    type: str
+    version: str | None = None
+    title: str | None = None
+    abstract: str | None = None
+    keywords: list[str] = field(default_factory=list)
+    provider: str | None = None
+    datasets: list[Dataset] = field(default_factory=list)
+    bbox: BBox | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    # Filled in by the crawl, not by detectors.
+    level: int | None = None
+    source_page: str | None = None
+    discovered_at: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.url, self.type)
+
+    def to_record(self) -> dict[str, Any]:
+        """The JSON-lines record of ``geoweb crawl`` (and ``geoweb export``)."""
+        return {
+            "url": self.url,
+            "type": self.type,
+            "version": self.version,
+            "level": self.level,
+            "source_page": self.source_page,
+            "title": self.title,
+            "abstract": self.abstract,
+            "keywords": self.keywords,
+            "provider": self.provider,
+            "datasets": len(self.datasets),
+            "dataset_list": [asdict(d) for d in self.datasets],
+            "bbox": list(self.bbox) if self.bbox else None,
+            "extra": self.extra,
+            "discovered_at": self.discovered_at,
+        }
+
+
+def union_bbox(boxes) -> BBox | None:
+    """The smallest box holding every non-null box, or None."""
+    boxes = [b for b in boxes if b is not None]
+    if not boxes:
+        return None
+    return (
+        min(b[0] for b in boxes),
+        min(b[1] for b in boxes),
+        max(b[2] for b in boxes),
+        max(b[3] for b in boxes),
+    )

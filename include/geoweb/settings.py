@@ -1,0 +1,74 @@
+"""Every setting of the crawl engine, with its default and the reason for it.
+
+Components take plain arguments; ``Settings`` is how the CLI and the DAGs build them. Override a field with
+``Settings(**overrides)`` or from the environment with ``Settings.from_env()`` (``GEOWEB_<FIELD>``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields, replace
+
+MB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    # --- identity ---
+    # Servers must be able to tell who crawls them and how to complain.
+    user_agent: str = "GeoWebHarvester/0.1 (+https://github.com/geoweb-harvester/geoweb-harvester)"
+    # --- timeouts (seconds) ---
+    connect_timeout: float = 10.0
+    read_timeout: float = 20.0  # longest silence between two chunks of a body
+    total_timeout: float = 60.0  # a slow-drip server ends here whatever it sends
+    # --- sizes ---
+    max_body_bytes: int = 10 * MB  # streamed cap; larger bodies are cut and marked incomplete
+    max_xml_bytes: int = 20 * MB  # capabilities documents are parsed only below this
+    max_redirects: int = 5
+    max_url_length: int = 2048
+    # --- politeness ---
+    concurrency: int = 64  # requests in flight in one process
+    per_host_concurrency: int = 2
+    per_host_delay: float = 0.0  # seconds between two requests to one host; robots Crawl-delay wins if larger
+    max_crawl_delay: float = 30.0  # a robots Crawl-delay above this is capped, not obeyed blindly
+    obey_robots: bool = True
+    robots_5xx_allow: bool = False  # a robots.txt answering 5xx means "keep out for now" (RFC 9309 2.3.1.4)
+    # --- retries ---
+    retries: int = 2  # on connection errors, 5xx and 429
+    retry_backoff: float = 0.5  # seconds, doubled each attempt; a Retry-After header wins (capped below)
+    max_retry_after: float = 60.0
+    # --- address guard ---
+    # host or host:port entries that may resolve to private/loopback addresses (tests and demos)
+    allowed_hosts: frozenset[str] = field(default_factory=frozenset)
+    # --- crawl scope ---
+    max_level: int = 5
+    max_pages_per_host: int = 5000  # ends crawler traps such as endless calendars
+    # --- dedup ---
+    expected_urls: int = 1_000_000
+    bloom_error_rate: float = 1e-4
+    # --- detection ---
+    shapefile_download_cap: int = 10 * MB  # above it, a ZIP is identified from its central directory only
+    zip_max_ratio: int = 100  # compression ratio above which a member is a zip bomb
+    zip_max_member_bytes: int = 200 * MB
+    kml_max_bytes: int = 50 * MB  # uncompressed KML inside a KMZ
+
+    def with_(self, **changes) -> Settings:
+        return replace(self, **changes)
+
+    @classmethod
+    def from_env(cls, environ=os.environ, **overrides) -> Settings:
+        """Defaults, then ``GEOWEB_<FIELD>`` environment variables, then ``overrides``."""
+        values = {}
+        for f in fields(cls):
+            raw = environ.get(f"GEOWEB_{f.name.upper()}")
+            if raw is None:
+                continue
+            default = getattr(cls(), f.name)
+            if isinstance(default, bool):
+                values[f.name] = raw.strip().lower() in ("1", "true", "yes", "on")
+            elif isinstance(default, frozenset):
+                values[f.name] = frozenset(h.strip().lower() for h in raw.split(",") if h.strip())
+            else:
+                values[f.name] = type(default)(raw)
+        values.update(overrides)
+        return cls(**values)

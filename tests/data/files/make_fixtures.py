@@ -1,0 +1,209 @@
+"""Builders for the KML, KMZ and shapefile tests: real files made at test time, and a loopback file server.
+
+Shapefiles are written by geopandas (the GDAL Shapefile driver), ZIPs by the standard library, so the detectors
+meet the files real tools produce. Nothing here is written outside the caller's ``tmp_path``.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import warnings
+import zipfile
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import aiohttp
+import geopandas
+from aiohttp import web
+from shapely.geometry import LineString, Point
+
+from geoweb.detect.base import DetectContext
+from geoweb.fetch.response import Response
+from geoweb.models import ALL_TYPES
+from geoweb.settings import Settings
+
+MB = 1024 * 1024
+KML22 = "http://www.opengis.net/kml/2.2"
+GX = "http://www.google.com/kml/ext/2.2"
+
+# Three points in UTM zone 33N (EPSG:32633), near 15°E 45°N.
+UTM_POINTS = [Point(500000, 5000000), Point(510000, 5010000), Point(520000, 5020000)]
+
+
+def shapefile_members(tmp_path: Path, stem: str, *, crs: str | None = "EPSG:32633", geometries=None) -> dict:
+    """The files of one shapefile written by geopandas, as {file name: bytes}."""
+    folder = tmp_path / f"shp-{stem}"
+    folder.mkdir()
+    geometries = UTM_POINTS if geometries is None else geometries
+    frame = geopandas.GeoDataFrame({"id": range(len(geometries))}, geometry=geometries, crs=crs)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "'crs' was not provided")  # a shapefile without .prj is wanted
+        frame.to_file(folder / f"{stem}.shp", driver="ESRI Shapefile")
+    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
+
+
+def wgs84_lines(tmp_path: Path, stem: str = "roads") -> dict:
+    """A WGS84 line shapefile without .prj (lon/lat values), as {file name: bytes}."""
+    members = shapefile_members(
+        tmp_path,
+        stem,
+        crs=None,
+        geometries=[LineString([(5.0, 50.0), (6.5, 51.25)]), LineString([(7, 52)] * 2)],
+    )
+    return {name: data for name, data in members.items() if not name.endswith(".prj")}
+
+
+def zip_bytes(members: dict, *, compression: int = zipfile.ZIP_DEFLATED, comment: bytes = b"") -> bytes:
+    """An archive of ``members`` ({name: bytes}) as the standard library writes it."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+        archive.comment = comment
+    return buffer.getvalue()
+
+
+def zip64_bytes(members: dict, monkeypatch, **kwargs) -> bytes:
+    """A ZIP64 archive of small members: the standard library's writer with its ZIP64 thresholds at zero."""
+    with monkeypatch.context() as patch:
+        patch.setattr(zipfile, "ZIP64_LIMIT", 0)
+        patch.setattr(zipfile, "ZIP_FILECOUNT_LIMIT", 0)
+        return zip_bytes(members, **kwargs)
+
+
+def kml_bytes(body: str, *, ns: str = KML22) -> bytes:
+    return (
+        f'<?xml version="1.0" encoding="UTF-8"?>\n<kml xmlns="{ns}" xmlns:gx="{GX}">{body}</kml>'
+    ).encode()
+
+
+# A document with two top-level folders and every geometry type the bbox reads.
+PARKS_KML = kml_bytes(
+    """
+<Document>
+  <name>City parks</name>
+  <description>Parks and trails of the city</description>
+  <Folder>
+    <name>Parks</name>
+    <Placemark><name>North</name><Point><coordinates>10.5,45.25,0</coordinates></Point></Placemark>
+    <Placemark><name>Lake</name><Polygon><outerBoundaryIs><LinearRing><coordinates>
+        11,46 11.5,46 11.5,46.5 11,46
+    </coordinates></LinearRing></outerBoundaryIs></Polygon></Placemark>
+  </Folder>
+  <Folder>
+    <name>Trails</name>
+    <Placemark><LineString><coordinates>9.0,44.0,10 9.5,44.5,12</coordinates></LineString></Placemark>
+    <Folder><name>Tracks</name>
+      <Placemark><gx:Track><when>2024-01-01T00:00:00Z</when><gx:coord>12.75 47.5 300</gx:coord></gx:Track>
+      </Placemark>
+    </Folder>
+  </Folder>
+</Document>"""
+)
+
+
+def response(
+    url: str, body: bytes = b"", *, headers: dict | None = None, complete: bool = True, status: int = 200
+) -> Response:
+    return Response(
+        url=url, final_url=url, status=status, headers=headers or {}, body=body, complete=complete
+    )
+
+
+def context(fetch=None, *, settings: Settings | None = None, types=ALL_TYPES) -> DetectContext:
+    return DetectContext(
+        fetch=fetch or _no_fetch, settings=settings or Settings(), types=types, first_time=lambda key: True
+    )
+
+
+async def _no_fetch(url, **kwargs):
+    raise AssertionError(f"unexpected request to {url}")
+
+
+class LoopbackFetch:
+    """``ctx.fetch`` for tests, with the fetcher's size contract; counts requests and body bytes received."""
+
+    def __init__(self, settings: Settings | None = None):
+        self.max_body_bytes = (settings or Settings()).max_body_bytes
+        self.requests = 0
+        self.bytes = 0
+        self.sent: list[dict] = []
+
+    async def __call__(
+        self, url: str, *, headers: dict | None = None, max_bytes: int | None = None
+    ) -> Response:
+        cap = self.max_body_bytes if max_bytes is None else max_bytes
+        self.requests += 1
+        self.sent.append(dict(headers or {}))
+        async with (
+            aiohttp.ClientSession(auto_decompress=False) as session,
+            session.get(url, headers=headers) as answer,
+        ):
+            complete, body = True, bytearray()
+            if (answer.content_length or 0) > cap:  # the fetcher does not read such a body
+                complete = False
+            else:
+                async for chunk in answer.content.iter_chunked(64 * 1024):
+                    body += chunk
+                    if len(body) > cap:
+                        complete, body = False, body[:cap]
+                        break
+            self.bytes += len(body)
+            names = {name.lower(): value for name, value in answer.headers.items()}
+            return Response(url, str(answer.url), answer.status, names, bytes(body), complete)
+
+
+@asynccontextmanager
+async def serve(routes: dict):
+    """A loopback HTTP server for {path: handler}; yields its base URL."""
+    app = web.Application()
+    for path, handler in routes.items():
+        app.router.add_get(path, handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
+def file_handler(path: Path):
+    """Serves ``path`` with Range support (aiohttp's FileResponse)."""
+
+    async def handle(request):
+        return web.FileResponse(path)
+
+    return handle
+
+
+def range_ignoring_handler(path: Path):
+    """Serves the whole of ``path`` with 200 whatever the Range header asks."""
+
+    async def handle(request):
+        return web.Response(body=path.read_bytes(), content_type="application/zip")
+
+    return handle
+
+
+def wrong_range_handler(path: Path):
+    """Answers any Range with 206 and the FIRST bytes of ``path`` labelled as such; a plain GET gets it all."""
+
+    async def handle(request):
+        data = path.read_bytes()
+        if "Range" not in request.headers:
+            return web.Response(body=data, content_type="application/zip")
+        headers = {"Content-Range": f"bytes 0-65535/{len(data)}"}
+        return web.Response(status=206, body=data[:65536], headers=headers, content_type="application/zip")
+
+    return handle
+
+
+def padded_shapefile_members(tmp_path: Path, *, padding: int = 12 * MB) -> dict:
+    """A shapefile in a subfolder plus an incompressible member of ``padding`` bytes, as {name: bytes}."""
+    members = {f"data/{name}": data for name, data in shapefile_members(tmp_path, "parcels").items()}
+    members["padding.bin"] = os.urandom(padding)
+    return members

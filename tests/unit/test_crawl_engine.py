@@ -1,0 +1,109 @@
+"""The crawl engine over a small real loopback site: levels, dedup, budgets, robots and failures."""
+
+import asyncio
+import json
+from collections import Counter
+
+from aiohttp import web
+
+from geoweb.cli import run_crawl
+from geoweb.settings import Settings
+
+KML = b"""<?xml version="1.0" encoding="UTF-8"?>
+<kml xmlns="http://www.opengis.net/kml/2.2"><Document><name>Parks</name>
+<Placemark><name>A</name><Point><coordinates>10.0,50.0</coordinates></Point></Placemark>
+</Document></kml>"""
+
+
+def page(*links: str, text: str = "") -> web.Response:
+    body = "".join(f'<a href="{href}">{href}</a>' for href in links)
+    return web.Response(text=f"<html><body>{body}<p>{text}</p></body></html>", content_type="text/html")
+
+
+def make_site(requests: Counter) -> web.Application:
+    routes = {
+        "/": lambda: page(
+            "/a.html", "/b.html", "/cal?m=0", "/private/x.html", "/missing.html", "/report.pdf"
+        ),
+        "/a.html": lambda: page("/b.html", "/deep/c.html", "/"),
+        "/b.html": lambda: page("/a.html", "/deep/c.html", text="see http://127.0.0.1:{port}/plain.kml"),
+        "/deep/c.html": lambda: page("../data/parks.kml"),
+        "/private/x.html": lambda: page("/data/secret.kml"),
+        "/robots.txt": lambda: web.Response(text="User-agent: *\nDisallow: /private/\n"),
+    }
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        requests[request.path_qs] += 1
+        if request.path == "/cal":  # an endless calendar: every month links to the next
+            month = int(request.query.get("m", "0"))
+            return page(f"/cal?m={month + 1}")
+        if request.path.endswith(".kml"):
+            return web.Response(body=KML, content_type="application/vnd.google-earth.kml+xml")
+        route = routes.get(request.path)
+        if route is None:
+            return web.Response(status=404, text="not found")
+        response = route()
+        if response.text and "{port}" in response.text:
+            response.text = response.text.replace("{port}", str(request.url.port))
+        return response
+
+    app = web.Application()
+    app.router.add_route("GET", "/{tail:.*}", handle)
+    return app
+
+
+def crawl(settings: Settings, tmp_path):
+    requests: Counter = Counter()
+
+    async def go():
+        runner = web.AppRunner(make_site(requests))
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]
+        out = (tmp_path / "out.jsonl").open("w")
+        try:
+            s = settings.with_(allowed_hosts=frozenset({f"127.0.0.1:{port}"}))
+            report = await run_crawl([f"http://127.0.0.1:{port}/"], s, ["KML"], out)
+        finally:
+            out.close()
+            await runner.cleanup()
+        return port, report
+
+    port, report = asyncio.run(go())
+    records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    return port, report, records, requests
+
+
+def test_crawl_levels_dedup_robots_and_traps(tmp_path):
+    port, report, records, requests = crawl(Settings(max_level=3, max_pages_per_host=20), tmp_path)
+    base = f"http://127.0.0.1:{port}"
+    by_url = {r["url"]: r for r in records}
+    # parks.kml is 3 hops away (/ -> a -> deep/c -> parks), plain.kml 2 hops via a plain-text URL
+    assert set(by_url) == {f"{base}/data/parks.kml", f"{base}/plain.kml"}
+    assert by_url[f"{base}/data/parks.kml"]["level"] == 3
+    assert by_url[f"{base}/data/parks.kml"]["source_page"] == f"{base}/deep/c.html"
+    assert by_url[f"{base}/plain.kml"]["level"] == 2
+    assert by_url[f"{base}/plain.kml"]["source_page"] == f"{base}/b.html"
+    assert by_url[f"{base}/plain.kml"]["type"] == "KML"
+    # every page fetched once although linked from several pages
+    assert all(n == 1 for path, n in requests.items()), requests
+    # robots.txt kept the crawler out of /private/, and the PDF link was never followed
+    assert not any(path.startswith("/private/") for path in requests)
+    assert "/data/secret.kml" not in requests and "/report.pdf" not in requests
+    # the calendar trap stopped at max_level: months 0..2 at levels 1..3
+    assert sorted(p for p in requests if p.startswith("/cal")) == ["/cal?m=0", "/cal?m=1", "/cal?m=2"]
+    # the 404 was a failure of its own and the crawl went on
+    assert [s.level for s in report.levels] == [0, 1, 2, 3]
+    assert report.stats["fetch/status/404"] == 1
+    assert report.resources == 2
+    assert "resources by type: KML 2" in report.table()
+
+
+def test_host_budget_ends_a_trap_before_max_level(tmp_path):
+    _, report, _, requests = crawl(Settings(max_level=5, max_pages_per_host=6), tmp_path)
+    # six URLs admitted; the one under /private/ was refused by robots.txt, never requested
+    assert report.urls == 5
+    assert report.stats["skip/robots_disallowed"] == 1
+    assert report.stats["filter/host_budget"] >= 1
+    assert len([p for p in requests if p != "/robots.txt"]) == 5

@@ -1,0 +1,138 @@
+"""KML and KMZ detection: what is accepted, what is confirmed, and what is extracted."""
+
+import asyncio
+
+import pytest
+
+from geoweb.detect import load_detector
+from geoweb.detect.kml import KMLDetector
+from geoweb.models import OGC_TYPES
+from tests.data.files.make_fixtures import PARKS_KML, context, kml_bytes, response, zip_bytes
+
+KMZ_HEADERS = {"content-type": "application/vnd.google-earth.kmz"}
+
+
+def detect(resp, ctx=None):
+    return asyncio.run(KMLDetector().detect(resp, ctx or context()))
+
+
+@pytest.mark.parametrize(
+    ("url", "headers", "body"),
+    [
+        ("http://h/data/parks.kml", {}, b""),
+        ("http://h/data/PARKS.KMZ?x=1", {}, b""),
+        ("http://h/get", {"content-type": "application/vnd.google-earth.kml+xml; charset=utf-8"}, b""),
+        ("http://h/get", KMZ_HEADERS, b""),
+        ("http://h/download?id=5", {"content-disposition": 'attachment; filename="parks.kmz"'}, b""),
+        ("http://h/download?id=5", {"content-type": "text/plain"}, PARKS_KML),  # headers lie, content tells
+        ("http://h/download?id=6", {"content-type": "application/zip"}, zip_bytes({"doc.kml": PARKS_KML})),
+    ],
+)
+def test_accepts(url, headers, body):
+    assert KMLDetector().accepts(response(url, body, headers=headers))
+
+
+@pytest.mark.parametrize(
+    ("url", "headers", "body"),
+    [
+        ("http://h/index.html", {"content-type": "text/html"}, b"<html><body>KML files</body></html>"),
+        ("http://h/data.zip", {"content-type": "application/zip"}, zip_bytes({"a.shp": b"x"})),
+        ("http://h/wms?request=GetCapabilities", {}, b'<?xml version="1.0"?><WMS_Capabilities/>'),
+    ],
+)
+def test_does_not_accept(url, headers, body):
+    assert not KMLDetector().accepts(response(url, body, headers=headers))
+
+
+def test_kml_document_extracted():
+    ctx = context()
+    [resource] = detect(response("http://H.example:80/data/parks.kml#top", PARKS_KML), ctx)
+    assert resource.url == "http://h.example/data/parks.kml"
+    assert (resource.type, resource.version) == ("KML", "2.2")
+    assert resource.title == "City parks"
+    assert resource.abstract == "Parks and trails of the city"
+    assert resource.extra == {"placemarks": 4, "format": "kml"}
+    # Point, LinearRing, LineString and gx:Track coordinates all count.
+    assert resource.bbox == (9.0, 44.0, 12.75, 47.5)
+    assert [(d.name, d.bbox, d.extra) for d in resource.datasets] == [
+        ("Parks", (10.5, 45.25, 11.5, 46.5), {"placemarks": 2}),
+        ("Trails", (9.0, 44.0, 12.75, 47.5), {"placemarks": 2}),
+    ]
+    assert ctx.stats["kml/found"] == 1
+
+
+@pytest.mark.parametrize(
+    ("namespace", "version"),
+    [
+        ("http://www.opengis.net/kml/2.2", "2.2"),
+        ("http://earth.google.com/kml/2.0", "2.0"),
+        ("http://earth.google.com/kml/2.1", "2.1"),
+        ("http://earth.google.com/kml/2.2", "2.2"),
+    ],
+)
+def test_version_from_namespace(namespace, version):
+    doc = kml_bytes("<Placemark><Point><coordinates>1,2</coordinates></Point></Placemark>", ns=namespace)
+    [resource] = detect(response("http://h/a.kml", doc))
+    assert resource.version == version
+    assert resource.bbox == (1.0, 2.0, 1.0, 2.0)
+
+
+def test_document_without_folders_is_one_dataset():
+    doc = kml_bytes(
+        "<Document><name> Stations </name>"
+        "<Placemark><Point><coordinates>-120.5,35.25</coordinates></Point></Placemark>"
+        "<Placemark><Point><coordinates>-119,36,100</coordinates></Point></Placemark></Document>"
+    )
+    [resource] = detect(response("http://h/stations.kml", doc))
+    assert [(d.name, d.bbox, d.extra) for d in resource.datasets] == [
+        ("Stations", (-120.5, 35.25, -119.0, 36.0), {"placemarks": 2})
+    ]
+    assert resource.abstract is None
+
+
+def test_bad_and_out_of_range_coordinates_are_skipped():
+    doc = kml_bytes(
+        "<Placemark><LineString><coordinates>"
+        "1,2 x,y 500,10 10,95 nan,nan 3 , 4,5,6,7 inf,1\n"
+        "</coordinates></LineString></Placemark>"
+        "<Placemark><Point><coordinates></coordinates></Point></Placemark>"
+    )
+    [resource] = detect(response("http://h/a.kml", doc))
+    assert resource.bbox == (1.0, 2.0, 4.0, 5.0)
+    assert resource.extra["placemarks"] == 2
+
+
+def test_kml_without_coordinates_has_no_bbox():
+    doc = kml_bytes(
+        "<Document><name>Links</name><NetworkLink><Link><href>x.kml</href></Link></NetworkLink></Document>"
+    )
+    [resource] = detect(response("http://h/links.kml", doc))
+    assert resource.bbox is None and resource.datasets[0].bbox is None
+    assert resource.extra == {"placemarks": 0, "format": "kml"}
+
+
+def test_kmz_served_from_a_url_without_extension():
+    kmz = zip_bytes({"images/icon.png": b"\x89PNG", "other.kml": kml_bytes(""), "doc.kml": PARKS_KML})
+    headers = {"content-type": "application/octet-stream", "content-disposition": 'filename="parks.kmz"'}
+    resp = response("http://h/download?id=5", kmz, headers=headers)
+    assert KMLDetector().accepts(resp)
+    [resource] = detect(resp)
+    assert resource.url == "http://h/download?id=5"
+    assert resource.title == "City parks"  # doc.kml wins over an earlier .kml member
+    assert resource.extra == {"placemarks": 4, "format": "kmz"}
+
+
+def test_kmz_without_doc_kml_uses_the_first_kml_member():
+    kmz = zip_bytes({"files/readme.txt": b"hi", "files/b.kml": PARKS_KML, "files/a.kml": kml_bytes("")})
+    [resource] = detect(response("http://h/a.kmz", kmz, headers=KMZ_HEADERS))
+    assert resource.title == "City parks"
+
+
+def test_run_without_kml_type_detects_nothing():
+    assert detect(response("http://h/parks.kml", PARKS_KML), context(types=OGC_TYPES)) == []
+
+
+def test_registered_under_its_short_name():
+    detector = load_detector("kml")
+    assert isinstance(detector, KMLDetector)
+    assert (detector.name, detector.types) == ("kml", ("KML",))
