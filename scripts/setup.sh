@@ -9,6 +9,7 @@ APT_PACKAGES=(
   python3 python3-venv  # Python 3.11 on Debian 12; the lock is for 3.11
   nginx-light  # serves the synthetic web of the crawl benchmark
   procps curl  # process and HTTP tools of the start/stop scripts
+  postgresql postgresql-15-postgis-3 redis-server  # the results store and the Celery broker
 )
 
 bash scripts/apt-ensure.sh "${APT_PACKAGES[@]}"

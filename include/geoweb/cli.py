@@ -117,9 +117,11 @@ async def run_crawl(seeds, settings: Settings, types, out):
 
     stats: Counter = Counter()
 
-    def write(resource) -> None:
-        out.write(json.dumps(resource.to_record(), ensure_ascii=False) + "\n")
-        out.flush()
+    def write(page) -> None:
+        for resource in page.resources:
+            out.write(json.dumps(resource.to_record(), ensure_ascii=False) + "\n")
+        if page.resources:
+            out.flush()
 
     async with Fetcher(settings, stats=stats) as fetcher:
         crawler = Crawler(
@@ -130,7 +132,7 @@ async def run_crawl(seeds, settings: Settings, types, out):
             types=types,
             stats=stats,
         )
-        return await crawler.crawl(seeds, on_resource=write)
+        return await crawler.crawl(seeds, on_page=write)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -38,6 +39,7 @@ class Resource:
     datasets: list[Dataset] = field(default_factory=list)
     bbox: BBox | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    content_sha256: str | None = None  # of the document that proved it: revisits compare it to see changes
     # Filled in by the crawl, not by detectors.
     level: int | None = None
     source_page: str | None = None
@@ -65,6 +67,11 @@ class Resource:
             "extra": self.extra,
             "discovered_at": self.discovered_at,
         }
+
+
+def sha256(data: bytes) -> str | None:
+    """The hex digest of a document, or None for an empty one (a body that was not downloaded)."""
+    return hashlib.sha256(data).hexdigest() if data else None
 
 
 def union_bbox(boxes) -> BBox | None:

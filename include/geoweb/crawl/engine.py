@@ -31,7 +31,22 @@ HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 SNIFFED_TYPES = frozenset({"", "text/plain", "application/octet-stream", "binary/octet-stream"})
 
 Link = tuple[str, str | None]  # (url, the page that linked to it; None for seeds)
-ResourceSink = Callable[[Resource], None]
+
+
+@dataclass
+class Page:
+    """What became of one URL of a level: handed to ``on_page`` as soon as the URL is done, so a caller can
+    commit progress page by page (a crawl killed half-way then redoes only the pages it had not committed)."""
+
+    url: str
+    source: str | None
+    level: int
+    resources: list[Resource] = field(default_factory=list)
+    links: list[Link] = field(default_factory=list)
+    error: FetchError | None = None  # the fetch failed (robots.txt refusals included)
+
+
+PageSink = Callable[[Page], None]
 
 
 def looks_like_html(response: Response) -> bool:
@@ -92,14 +107,14 @@ class Crawler:
             return None
         return url
 
-    async def crawl(self, seeds: Iterable[str], on_resource: ResourceSink | None = None) -> CrawlReport:
+    async def crawl(self, seeds: Iterable[str], on_page: PageSink | None = None) -> CrawlReport:
         report = CrawlReport(stats=self.stats)
         started = time.monotonic()
         frontier: list[Link] = [(url, None) for url in filter(None, map(self.admit, seeds))]
         for level in range(self.settings.max_level + 1):
             if not frontier:
                 break
-            result = await self.run_level(frontier, level, on_resource)
+            result = await self.run_level(frontier, level, on_page)
             report.levels.append(result.stats)
             for r in result.resources:
                 report.resources_by_type[r.type] += 1
@@ -107,9 +122,7 @@ class Crawler:
         report.seconds = time.monotonic() - started
         return report
 
-    async def run_level(
-        self, items: list[Link], level: int, on_resource: ResourceSink | None = None
-    ) -> LevelResult:
+    async def run_level(self, items: list[Link], level: int, on_page: PageSink | None = None) -> LevelResult:
         """Fetch and classify one level; the returned links are the next level (none past max_level)."""
         result = LevelResult(level)
         stats = LevelStats(level)
@@ -125,24 +138,25 @@ class Crawler:
         async def worker(queue: deque[Link]) -> None:
             while queue:
                 url, source = queue.popleft()
+                page = Page(url, source, level)
                 try:
                     async with in_flight:
-                        resources, links = await self.process(url, source, level, follow)
-                except RobotsDisallowed:
+                        page.resources, page.links = await self.process(url, source, level, follow)
+                except RobotsDisallowed as exc:
                     self.stats["skip/robots_disallowed"] += 1  # never requested: neither fetched nor failed
-                    continue
+                    page.error = exc
                 except FetchError as exc:
                     stats.urls += 1
                     stats.failures += 1
                     self.stats[f"fail/{exc.reason}"] += 1
-                    continue
-                stats.urls += 1
-                for r in resources:
-                    stats.resources += 1
-                    result.resources.append(r)
-                    if on_resource:
-                        on_resource(r)
-                result.links.extend(links)
+                    page.error = exc
+                else:
+                    stats.urls += 1
+                    stats.resources += len(page.resources)
+                    result.resources.extend(page.resources)
+                    result.links.extend(page.links)
+                if on_page:
+                    on_page(page)
 
         per_host = self.settings.per_host_concurrency
         await asyncio.gather(*(worker(q) for q in queues.values() for _ in range(min(per_host, len(q)))))

@@ -19,7 +19,7 @@ from geoweb.detect.base import DetectContext, Detector
 from geoweb.errors import GeowebError, HTTPStatusError, MalformedContent
 from geoweb.fetch.response import Response
 from geoweb.links.normalize import normalize_url
-from geoweb.models import BBox, Dataset, Resource
+from geoweb.models import BBox, Dataset, Resource, sha256
 from geoweb.settings import Settings
 from geoweb.xmlsafe import parse_xml
 from geoweb.ziputil import TAIL_BYTES, ZIP_MAGIC, ZipReader
@@ -112,6 +112,7 @@ def kml_resource(response: Response, settings: Settings) -> Resource:
         datasets=datasets,
         bbox=_bbox(root, ns),
         extra={"placemarks": _placemarks(root, ns), "format": fmt},
+        content_sha256=sha256(response.body),
     )
 
 

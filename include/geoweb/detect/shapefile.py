@@ -25,7 +25,7 @@ from geoweb.detect.base import DetectContext, Detector
 from geoweb.errors import FetchError, GeowebError, HTTPStatusError, MalformedContent, UnsafeContent
 from geoweb.fetch.response import Response
 from geoweb.links.normalize import normalize_url
-from geoweb.models import BBox, Dataset, Resource, union_bbox
+from geoweb.models import BBox, Dataset, Resource, sha256, union_bbox
 from geoweb.settings import Settings
 from geoweb.ziputil import (
     TAIL_BYTES,
@@ -179,6 +179,7 @@ def _resource(
         datasets=datasets,
         bbox=union_bbox(d.bbox for d in datasets),
         extra={"archive_bytes": archive_bytes, "files": [s.path for s in shapefiles], "inspected": how},
+        content_sha256=sha256(response.body) if response.complete else None,
     )
 
 

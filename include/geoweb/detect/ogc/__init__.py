@@ -29,7 +29,7 @@ from geoweb.detect.ogc.common import (
 )
 from geoweb.errors import GeowebError, MalformedContent, UnsafeContent
 from geoweb.fetch.response import Response
-from geoweb.models import OGC_TYPES, Resource, union_bbox
+from geoweb.models import OGC_TYPES, Resource, sha256, union_bbox
 from geoweb.xmlsafe import DEFAULT_MAX_BYTES, looks_like_xml, parse_xml
 
 log = logging.getLogger(__name__)
@@ -71,6 +71,7 @@ def read_capabilities(body: bytes, url: str, *, max_bytes: int = DEFAULT_MAX_BYT
         provider=description.provider,
         datasets=datasets,
         bbox=union_bbox(d.bbox for d in datasets),
+        content_sha256=sha256(body),
     )
 
 

@@ -1,0 +1,21 @@
+"""Where the local stack keeps its files and which ports it uses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+VAR = REPO / "var" / "stack"
+RUN = VAR / "run"
+LOGS = VAR / "logs"
+
+PG_VERSION = "15"  # Debian 12's PostgreSQL
+PG_BIN = Path("/usr/lib/postgresql") / PG_VERSION / "bin"
+PG_DATA = VAR / "pg"
+PG_PORT = 15432
+REDIS_PORT = 16379
+
+# Local-only credentials of the stack's own databases; a deployment sets its own (docker/.env).
+GEOWEB_DB = f"postgresql://geoweb:geoweb@127.0.0.1:{PG_PORT}/geoweb"
+AIRFLOW_DB = f"postgresql+psycopg2://airflow:airflow@127.0.0.1:{PG_PORT}/airflow"
+REDIS_URL = f"redis://127.0.0.1:{REDIS_PORT}/0"

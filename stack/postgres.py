@@ -1,0 +1,70 @@
+"""PostgreSQL with PostGIS: one cluster under var/stack/pg holding the ``geoweb`` and ``airflow`` databases."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+
+from stack.layout import LOGS, PG_BIN, PG_DATA, PG_PORT
+
+DATABASES = {"geoweb": ("geoweb", "geoweb", True), "airflow": ("airflow", "airflow", False)}  # owner, password, PostGIS
+
+
+def _as_postgres(*command: str, check: bool = True, **kwargs) -> subprocess.CompletedProcess:
+    """Run a command as the ``postgres`` system user: PostgreSQL refuses to run as root."""
+    return subprocess.run(["runuser", "-u", "postgres", "--", *command], check=check, text=True, **kwargs)
+
+
+def _psql(sql: str, database: str = "postgres") -> str:
+    done = _as_postgres(
+        str(PG_BIN / "psql"), "-h", "127.0.0.1", "-p", str(PG_PORT), "-d", database, "-v", "ON_ERROR_STOP=1",
+        "-qAt", "-c", sql, capture_output=True,
+    )  # fmt: skip
+    return done.stdout.strip()
+
+
+def running() -> bool:
+    return _as_postgres(str(PG_BIN / "pg_isready"), "-q", "-h", "127.0.0.1", "-p", str(PG_PORT), check=False).returncode == 0
+
+
+def start() -> None:
+    if running():
+        return
+    PG_DATA.parent.mkdir(parents=True, exist_ok=True)
+    LOGS.mkdir(parents=True, exist_ok=True)
+    shutil.chown(LOGS, "postgres")
+    if not (PG_DATA / "PG_VERSION").exists():
+        PG_DATA.mkdir(parents=True, exist_ok=True)
+        shutil.chown(PG_DATA, "postgres")
+        _as_postgres(str(PG_BIN / "initdb"), "-D", str(PG_DATA), "-U", "postgres", "--auth=trust",
+                     "-E", "UTF8", "--locale=C.UTF-8", capture_output=True)  # fmt: skip
+    options = f"-p {PG_PORT} -c listen_addresses=127.0.0.1 -c max_connections=200 -k /tmp"
+    _as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(PG_DATA), "-l", str(LOGS / "postgres.log"), "-o", options,
+                 "-w", "start", capture_output=True)  # fmt: skip
+    deadline = time.monotonic() + 30
+    while not running():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"PostgreSQL did not start; see {LOGS / 'postgres.log'}")
+        time.sleep(0.2)
+    _create_databases()
+
+
+def _create_databases() -> None:
+    for name, (owner, password, postgis) in DATABASES.items():
+        if not _psql(f"SELECT 1 FROM pg_roles WHERE rolname = '{owner}'"):
+            _psql(f"CREATE ROLE {owner} LOGIN PASSWORD '{password}'")
+        if not _psql(f"SELECT 1 FROM pg_database WHERE datname = '{name}'"):
+            _psql(f"CREATE DATABASE {name} OWNER {owner}")
+        if postgis:
+            _psql("CREATE EXTENSION IF NOT EXISTS postgis", database=name)
+
+
+def stop() -> None:
+    if (PG_DATA / "postmaster.pid").exists():
+        _as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(PG_DATA), "-m", "fast", "-w", "stop",
+                     check=False, capture_output=True)  # fmt: skip
+
+
+def status() -> str:
+    return f"postgres 127.0.0.1:{PG_PORT} " + ("up" if running() else "down")
