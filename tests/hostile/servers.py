@@ -25,6 +25,7 @@ Each server runs on its own event loop in a daemon thread, so sync code and any 
     /bytes/{n}                   n bytes (0, 1 ... 255 repeated; n a multiple of 256), Range answered 206
     /robots.txt                  ``robots``: text (200), a status, (status, headers) or None (404)
 
+``PagesServer`` serves fixed documents by path (a site linking to the hostile endpoints);
 ``RawServer`` answers every connection with fixed bytes (broken status lines, headers, bodies);
 ``BlackHole`` is a port whose connects never complete. ``loopback_settings`` and ``fetch_each`` run the
 fetcher against them.
@@ -289,6 +290,33 @@ class HostileServer(_BackgroundServer):
             return web.Response(text=self.robots)
         status, headers = (self.robots, {}) if isinstance(self.robots, int) else self.robots
         return web.Response(status=status, text=f"status {status}", headers=headers)
+
+
+class PagesServer(_BackgroundServer):
+    """Serves ``pages``: path -> (content type, body); 404 elsewhere. Every request is recorded in ``seen``."""
+
+    def __init__(self, pages: dict[str, tuple[str, bytes]], host: str = "127.0.0.1"):
+        super().__init__(host)
+        self.pages = pages
+        self.seen: list[str] = []
+        self._runner: web.AppRunner | None = None
+
+    async def _start(self) -> None:
+        app = web.Application()
+        app.router.add_get("/{path:.*}", self._page)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        await web.SockSite(self._runner, self._listen()).start()
+
+    async def _stop(self) -> None:
+        await self._runner.cleanup()
+
+    async def _page(self, request: web.Request) -> web.Response:
+        self.seen.append(request.path_qs)
+        if request.path not in self.pages:
+            return web.Response(status=404)
+        content_type, body = self.pages[request.path]
+        return web.Response(body=body, headers={"Content-Type": content_type})
 
 
 class RawServer(_BackgroundServer):
