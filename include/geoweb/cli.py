@@ -8,6 +8,7 @@ import json
 import logging
 import sys
 from collections import Counter
+from contextlib import nullcontext
 from pathlib import Path
 
 from geoweb.models import ALL_TYPES
@@ -53,6 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     trace = commands.add_parser("filter", help="show what the URL filter chain does with URLs")
     trace.add_argument("urls", nargs="+")
+    export = commands.add_parser(
+        "export", help="write a run's resources from PostGIS (GEOWEB_DB) as geoweb crawl JSON lines"
+    )
+    export.add_argument("--run", required=True, metavar="RUN_ID|latest", help="the run, or latest started")
+    export.add_argument("--output", "-o", default="-", help="JSON-lines file (default stdout)")
     return parser
 
 
@@ -65,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.command == "filter":
         return _filter(args)
+    if args.command == "export":
+        return _export(args)
     return _crawl(args)
 
 
@@ -105,6 +113,34 @@ def _crawl(args) -> int:
     if args.plot:
         report.plot(args.plot)
         print(f"plot: {args.plot}", file=sys.stderr)
+    return 0
+
+
+def _export(args) -> int:
+    """Stream the run's records to the output; a file is written aside and renamed when complete."""
+    from geoweb.store import Store, StoreError
+
+    target = None if args.output == "-" else Path(args.output)
+    partial = target.with_name(target.name + ".part") if target else None
+    try:
+        with Store.from_env() as store:
+            run_id = store.latest_run() if args.run == "latest" else args.run
+            if run_id is None:
+                raise StoreError("the database holds no run yet")
+            count = 0
+            with open(partial, "w", encoding="utf-8") if partial else nullcontext(sys.stdout) as out:
+                for record in store.export_run(run_id):
+                    out.write(json.dumps(record, ensure_ascii=False) + "\n")
+                    count += 1
+        if partial:
+            partial.replace(target)
+    except StoreError as exc:
+        print(f"geoweb export: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if partial:
+            partial.unlink(missing_ok=True)
+    log.info("exported %d resources of run %s to %s", count, run_id, args.output)
     return 0
 
 

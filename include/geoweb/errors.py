@@ -95,3 +95,17 @@ class MalformedContent(GeowebError):
 
     reason = "malformed"
     user_msg = "The document could not be parsed"
+
+
+class StoreError(GeowebError):
+    """Raised by the store for a missing setting, an unreachable database or an unknown run."""
+
+    reason = "store"
+    user_msg = "The harvest database could not be used"
+
+
+class MigrationError(StoreError):
+    """Raised by ``apply_migrations`` when a migration fails; its transaction is rolled back."""
+
+    reason = "migration"
+    user_msg = "A database migration failed"

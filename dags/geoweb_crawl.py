@@ -1,0 +1,141 @@
+"""geoweb_crawl: crawl the web breadth-first from seed pages and load the resources found into PostGIS.
+
+Wiring only: the steps live in ``geoweb.harvest.run`` and the parameters in ``geoweb.harvest.params``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from airflow.sdk import Param, TriggerRule, dag, get_current_context, task
+
+from geoweb.harvest.params import MAX_LEVEL, param_specs
+
+STORE_CONNECTION = "geoweb_db"  # the PostGIS database
+CRAWL_POOL = "geoweb_crawl"
+SEEDS_VARIABLE = "geoweb_seeds"  # a JSON list of seed URLs for runs whose conf has none (scheduled runs)
+
+DOC = f"""
+### Crawl the web for geospatial resources
+
+Seeds go into the run's crawl frontier (level 0). Each level is split by host into shards, crawled in
+parallel on the Celery workers (pool `{CRAWL_POOL}`): pages are fetched politely (robots.txt, per-host
+delay and concurrency), OGC services, KML and shapefiles are recognised and validated, and resources are
+loaded into PostGIS page by page. `finish_run` logs the per-level table (URLs, resources, discovery ratio)
+and stores a PNG plot of it with the run.
+
+A failed run resumes: clear its failed tasks and only the URLs not yet done are crawled. The same keys work
+as run conf from the CLI (`airflow dags trigger geoweb_crawl --conf '{{"seeds": ["https://..."]}}'`) and
+the REST API. Levels beyond `max_level` (at most {MAX_LEVEL}) are skipped. A run without `seeds` (a
+scheduled run) takes them from the Airflow Variable `{SEEDS_VARIABLE}` (a JSON list of URLs); with neither,
+`start_run` fails. A bad conf fails `start_run` at once, naming the key.
+"""
+
+
+def _run(default_seeds: bool = False):
+    """(run_id, params) of the running task. A bad conf fails the task at once: retrying cannot mend it.
+
+    With ``default_seeds``, a conf without seeds takes them from the Variable SEEDS_VARIABLE."""
+    from airflow.sdk import Variable
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from geoweb.harvest.params import HarvestParams, InvalidParams
+
+    context = get_current_context()
+    conf = dict(context["params"])
+    if default_seeds and not conf.get("seeds"):
+        conf["seeds"] = Variable.get(SEEDS_VARIABLE, default=[], deserialize_json=True)
+    try:
+        return context["dag_run"].run_id, HarvestParams.from_conf(conf)
+    except InvalidParams as exc:
+        raise AirflowFailException(str(exc)) from None
+
+
+def _store():
+    """The harvest database, from the Connection geoweb_db (else GEOWEB_DB), read here, never at parse time."""
+    from airflow.sdk import Connection
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    from geoweb.harvest.dsn import libpq_dsn
+    from geoweb.store import Store
+
+    try:
+        conn = Connection.get(STORE_CONNECTION)
+    except AirflowNotFoundException:
+        return Store.from_env()
+    return Store(libpq_dsn(conn.host, conn.port, conn.login, conn.password, conn.schema, conn.extra_dejson))
+
+
+@task
+def start_run() -> int:
+    """Begin (or resume) the run and add its seeds at level 0."""
+    from geoweb.harvest import run
+
+    run_id, params = _run(default_seeds=True)
+    with _store() as store:
+        return run.start_run(store, run_id, params)
+
+
+@task(trigger_rule=TriggerRule.NONE_FAILED)  # runs after an empty (skipped) level too
+def plan_level(level: int) -> list[int]:
+    """The shards of the level with URLs to fetch: the map of the level's crawl tasks (empty: skipped)."""
+    from geoweb.harvest import run
+
+    run_id, params = _run()
+    with _store() as store:
+        return run.plan_level(store, run_id, level, params)
+
+
+@task(pool=CRAWL_POOL)
+def crawl_level(level: int, shard: int) -> dict:
+    """Crawl one shard of the level: its pages, resources and links are committed in batches."""
+    from geoweb.harvest import run
+
+    run_id, params = _run()
+    with _store() as store:
+        return run.crawl_shard(store, run_id, level, shard, params)
+
+
+@task(trigger_rule=TriggerRule.NONE_FAILED)
+def finish_run() -> dict:
+    """Log the per-level report, store its plot with the run, and mark the run a success."""
+    from geoweb.harvest import run
+
+    run_id, _ = _run()
+    with _store() as store:
+        return run.finish_run(store, run_id)
+
+
+def _mark_failed(context) -> None:
+    """A failed DAG run is failed in the store too, so no run row stays 'running' (a resumed run restarts it)."""
+    with _store() as store:
+        store.end_run(
+            context["dag_run"].run_id, "failed", {"reason": str(context.get("reason") or "a task failed")}
+        )
+
+
+@dag(
+    schedule="@weekly",
+    start_date=datetime(2026, 1, 1, tzinfo=UTC),
+    catchup=False,
+    max_active_runs=1,
+    tags=["geoweb", "crawl"],
+    doc_md=DOC,
+    default_args={"retries": 2, "retry_delay": timedelta(seconds=30)},
+    on_failure_callback=_mark_failed,
+    params={
+        name: Param(default, description=description, **schema)
+        for name, default, description, schema in param_specs()
+    },
+)
+def geoweb_crawl():
+    done = start_run()
+    for level in range(MAX_LEVEL + 1):
+        shards = plan_level.override(task_id=f"plan_level_{level}")(level)
+        done >> shards
+        # shard ids, never URL lists, go through XCom; at most MAX_SHARDS per level
+        done = crawl_level.override(task_id=f"crawl_level_{level}").partial(level=level).expand(shard=shards)
+    done >> finish_run()
+
+
+geoweb_crawl()

@@ -1,0 +1,141 @@
+"""The steps of a harvest run, as the crawl DAG's tasks call them: start, plan a level, crawl a shard, finish.
+
+The crawl state lives in the store's frontier (one row per URL of the run, exact keys), so each step can be
+redone: a retried or killed task loses no URL and duplicates no row, and a failed run resumes where it
+stopped. A level's URLs are sharded by origin, so one host is crawled by one task at a time and per-host
+politeness and robots.txt hold across workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import time
+from collections import Counter
+from typing import Any
+
+from geoweb.crawl import Crawler, CrawlReport, LevelStats
+from geoweb.dedup import BloomFilter
+from geoweb.detect import load_detectors
+from geoweb.fetch.fetcher import Fetcher
+from geoweb.harvest.pagebuffer import PageBuffer
+from geoweb.harvest.params import HarvestParams
+from geoweb.links.filters import URLFilters
+from geoweb.links.normalize import origin
+from geoweb.store import Store
+
+log = logging.getLogger("geoweb.harvest")
+
+
+def start_run(store: Store, run_id: str, params: HarvestParams) -> int:
+    """Migrate the store, begin (or resume) the run and add its seeds at level 0; returns the new seeds.
+
+    Seeds pass the crawl's URL filters, as links do: one spelling per URL, so the frontier dedups them."""
+    store.migrate()
+    store.begin_run(run_id, params.to_conf())
+    filters = URLFilters.from_settings(params.settings())
+    seeds = []
+    for seed in params.seeds:
+        url = filters(seed)
+        if url is None:
+            log.error("seed %s dropped by the URL filters (not a page the crawl fetches)", seed)
+        else:
+            seeds.append((url, None, None))
+    added = store.add_urls(run_id, 0, seeds, params.shards)
+    log.info("run %s: %d seeds, %d new to the run", run_id, len(seeds), added)
+    return added
+
+
+def plan_level(store: Store, run_id: str, level: int, params: HarvestParams) -> list[int]:
+    """The shards of a level with URLs to fetch; [] past max_level or when nothing is pending."""
+    if level > params.max_level:
+        log.info("run %s: level %d is past max_level %d", run_id, level, params.max_level)
+        return []
+    shards = store.pending_shards(run_id, level)
+    log.info("run %s: level %d has %d shards to crawl: %s", run_id, level, len(shards), shards)
+    return shards
+
+
+def crawl_shard(store: Store, run_id: str, level: int, shard: int, params: HarvestParams) -> dict[str, Any]:
+    """Fetch and classify the pending URLs of one shard of a level, committing pages in batches.
+
+    Returns a small summary (counts only). A shard with nothing pending (its task retried after it finished)
+    changes nothing, its saved statistics included."""
+    items = store.pending_urls(run_id, level, shard)
+    summary: dict[str, Any] = {"level": level, "shard": shard, "pending": len(items)}
+    if not items:
+        log.info("run %s: level %d shard %d has nothing pending", run_id, level, shard)
+        return summary
+    started = time.monotonic()
+    # the shard owns its origins for the run, so their page budgets go on from the frontier's counts
+    budget_used = store.origin_counts(run_id, sorted({origin(url) for url, _, _ in items}))
+    keyword_of = {url: keyword for url, _, keyword in items}
+    # commits block the event loop for a moment, every batch: simpler than a writer thread, and cheap
+    buffer = PageBuffer(lambda pages: store.commit_pages(run_id, pages, params.shards, keyword_of))
+    level_stats, stats = asyncio.run(_crawl(items, level, params, budget_used, buffer))
+    level_stats.seconds = time.monotonic() - started
+    store.save_level_stats(run_id, level, shard, level_stats)
+    summary |= {
+        "urls": level_stats.urls,
+        "resources": level_stats.resources,
+        "failures": level_stats.failures,
+        "robots_disallowed": stats["skip/robots_disallowed"],
+        "requests": stats["fetch/requests"],
+        "committed": buffer.committed,
+        "seconds": round(level_stats.seconds, 1),
+    }
+    log.info("run %s: level %d shard %d done: %s", run_id, level, shard, summary)
+    return summary
+
+
+async def _crawl(
+    items: list[tuple[str, str | None, str | None]],
+    level: int,
+    params: HarvestParams,
+    budget_used: dict[str, int],
+    on_page: PageBuffer,
+) -> tuple[LevelStats, Counter]:
+    """One level of the engine over the shard's URLs; every page goes to ``on_page``, flushed at the end."""
+    settings = params.settings()
+    stats: Counter = Counter()
+    # an in-process pre-filter of repeated links; the frontier's keys are the run's exact dedup
+    seen = BloomFilter(settings.expected_urls, settings.bloom_error_rate)
+    for url, _, _ in items:
+        seen.add(url)  # links back to this level's pages stop here, before the database
+    async with Fetcher(settings, stats=stats) as fetcher:
+        crawler = Crawler(
+            fetcher.get, load_detectors(), settings=settings, seen=seen, types=params.types, stats=stats
+        )
+        crawler.budget.counts.update(budget_used)
+        result = await crawler.run_level([(url, source) for url, source, _ in items], level, on_page=on_page)
+        on_page.flush()
+    return result.stats, stats
+
+
+def finish_run(store: Store, run_id: str) -> dict[str, Any]:
+    """Log the run's per-level table, store it with the PNG plot of resources and discovery ratio per level,
+    and mark the run a success; returns the summary."""
+    report = CrawlReport(levels=store.level_stats(run_id))
+    report.resources_by_type = Counter(record["type"] for record in store.export_run(run_id))
+    report.seconds = sum(s.seconds for s in report.levels)
+    log.info("run %s:\n%s", run_id, level_table(report))
+    png = io.BytesIO()
+    report.plot(png)
+    summary = {
+        "levels": [
+            {"level": s.level, "urls": s.urls, "resources": s.resources, "failures": s.failures,
+             "discovery_ratio": round(s.discovery_ratio, 4), "seconds": round(s.seconds, 1)}
+            for s in report.levels
+        ],
+        "urls": report.urls,
+        "resources": report.resources,
+        "resources_by_type": dict(sorted(report.resources_by_type.items())),
+    }  # fmt: skip
+    store.end_run(run_id, "success", summary, report_png=png.getvalue())
+    return summary
+
+
+def level_table(report: CrawlReport) -> str:
+    """The report's table without the request counts, which the level statistics do not hold."""
+    return "\n".join(report.table().splitlines()[:-1])

@@ -1,0 +1,342 @@
+"""The harvest database: runs, per-level statistics, resources and datasets, and the crawl frontier.
+
+Every write is an upsert on a unique key, so redoing a page, a level or a whole run never duplicates a row;
+rows are written in key order, so that concurrent workers lock them in one order and cannot deadlock.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import defaultdict
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC
+from typing import TYPE_CHECKING
+
+import psycopg2
+from psycopg2.extras import execute_values
+
+from geoweb.crawl.report import LevelStats
+from geoweb.errors import StoreError
+from geoweb.models import Dataset, Resource
+from geoweb.store.clean import Cleaner
+from geoweb.store.frontier import COLUMNS as FRONTIER_COLUMNS
+from geoweb.store.frontier import FrontierRows
+from geoweb.store.geometry import boxes_of
+from geoweb.store.migrations import apply_migrations
+from geoweb.store.rows import DATASET_COLUMNS, RESOURCE_COLUMNS, ResourceRows, resource_rows
+
+if TYPE_CHECKING:
+    from geoweb.crawl.engine import Page
+
+log = logging.getLogger("geoweb.store")
+
+PAGE_SIZE = 1000  # rows per INSERT statement
+EXPORT_BATCH = 1000  # resources read per round trip by export_run
+# SQLSTATE classes of data the database refuses (data exception, program limit): a page whose rows
+# hit one is marked as failed; any other error (a lost connection, a run never begun) propagates, and the
+# pages stay to be redone.
+REFUSED_DATA = ("22", "54")
+
+_RESOURCES_UPSERT = f"""
+INSERT INTO resources ({", ".join(RESOURCE_COLUMNS)}) VALUES %s
+ON CONFLICT (url, type) DO UPDATE SET
+    version = EXCLUDED.version, title = EXCLUDED.title, abstract = EXCLUDED.abstract,
+    keywords = EXCLUDED.keywords, provider = EXCLUDED.provider, bbox = EXCLUDED.bbox, extra = EXCLUDED.extra,
+    content_sha256 = EXCLUDED.content_sha256, last_seen = now(), last_status = 'ok'
+RETURNING id, url, type
+"""
+_DATASETS_UPSERT = f"""
+INSERT INTO datasets AS d ({", ".join(DATASET_COLUMNS)}) VALUES %s
+ON CONFLICT (resource_id, position) DO UPDATE SET
+    name = EXCLUDED.name, title = EXCLUDED.title, keywords = EXCLUDED.keywords,
+    footprint = EXCLUDED.footprint, extra = EXCLUDED.extra
+WHERE (d.name, d.title, d.keywords, d.footprint, d.extra)
+    IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.title, EXCLUDED.keywords, EXCLUDED.footprint, EXCLUDED.extra)
+"""
+# datasets past the end of a resource's new list are gone from its document
+_DATASETS_TRIM = """
+DELETE FROM datasets d USING unnest(%s::bigint[], %s::integer[]) AS kept(resource_id, count)
+WHERE d.resource_id = kept.resource_id AND d.position >= kept.count
+"""
+_RUN_RESOURCES_UPSERT = """
+INSERT INTO run_resources AS rr (run_id, resource_id, level, source_page, discovered_at) VALUES %s
+ON CONFLICT (run_id, resource_id) DO UPDATE SET
+    level = EXCLUDED.level, source_page = EXCLUDED.source_page, discovered_at = EXCLUDED.discovered_at
+WHERE EXCLUDED.level < rr.level
+"""
+# A URL already in the frontier keeps its level; only an outcome (not 'discovered') updates it. Rows come
+# back when inserted or updated, so for new links the count is the number of URLs new to the run.
+_FRONTIER_UPSERT = f"""
+INSERT INTO frontier AS f ({", ".join(FRONTIER_COLUMNS)}) VALUES %s
+ON CONFLICT (run_id, url) DO UPDATE SET
+    status = EXCLUDED.status, error_reason = EXCLUDED.error_reason, error_message = EXCLUDED.error_message,
+    updated_at = now()
+WHERE EXCLUDED.status <> 'discovered'
+RETURNING 1
+"""
+_EXPORT_RESOURCES = """
+SELECT r.id, r.url, r.type, r.version, r.title, r.abstract, r.keywords, r.provider, ST_AsBinary(r.bbox),
+       r.extra, r.content_sha256, rr.level, rr.source_page, rr.discovered_at
+FROM run_resources rr JOIN resources r ON r.id = rr.resource_id
+WHERE rr.run_id = %s
+ORDER BY rr.level, r.id
+"""
+_EXPORT_DATASETS = """
+SELECT resource_id, name, title, keywords, ST_AsBinary(footprint), extra
+FROM datasets WHERE resource_id = ANY(%s)
+ORDER BY resource_id, position
+"""
+
+
+class Store:
+    """One connection to the harvest database (a psycopg2 connection: one Store per thread). Each method is
+    one transaction. Usable as a context manager, which closes the connection."""
+
+    def __init__(self, dsn: str):
+        try:
+            self.conn = psycopg2.connect(dsn, application_name="geoweb")
+        except psycopg2.Error as exc:  # the message names host, port and user, never the password
+            raise StoreError(f"cannot connect to the harvest database: {str(exc).strip()}") from None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> Store:
+        """The store named by GEOWEB_DB (a libpq DSN or postgresql:// URI)."""
+        dsn = environ.get("GEOWEB_DB", "").strip()
+        if not dsn:
+            raise StoreError(
+                "GEOWEB_DB is not set: set it to the PostGIS database, postgresql://USER:PASSWORD@HOST:PORT/DB"
+            )
+        return cls(dsn)
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator:
+        with self.conn, self.conn.cursor() as cur:
+            yield cur
+
+    def migrate(self) -> list[str]:
+        """Apply pending migrations (see ``geoweb.store.migrations``); returns the versions applied."""
+        return apply_migrations(self.conn)
+
+    # --- runs ---
+
+    def begin_run(self, run_id: str, params: dict) -> None:
+        """Start a run, or resume it: a resumed run keeps its started_at and its rows."""
+        with self._transaction() as cur:
+            cur.execute(
+                "INSERT INTO crawl_runs (run_id, status, params) VALUES (%s, 'running', %s) "
+                "ON CONFLICT (run_id) DO UPDATE SET status = 'running', params = EXCLUDED.params, "
+                "finished_at = NULL",
+                (run_id, _json(params, f"run {run_id} params")),
+            )
+
+    def end_run(self, run_id: str, status: str, summary: dict, report_png: bytes | None = None) -> None:
+        with self._transaction() as cur:
+            cur.execute(
+                "UPDATE crawl_runs SET status = %s, summary = %s, report_png = %s, finished_at = now() "
+                "WHERE run_id = %s",
+                (status, _json(summary, f"run {run_id} summary"),
+                 None if report_png is None else psycopg2.Binary(report_png), run_id),
+            )  # fmt: skip
+            if cur.rowcount == 0:
+                raise StoreError(f"unknown run {run_id!r}: begin_run was never called for it")
+
+    def latest_run(self) -> str | None:
+        """The run started last, or None when there is none."""
+        with self._transaction() as cur:
+            cur.execute("SELECT run_id FROM crawl_runs ORDER BY started_at DESC, run_id DESC LIMIT 1")
+            row = cur.fetchone()
+        return row[0] if row else None
+
+    # --- crawl state ---
+
+    def add_urls(
+        self, run_id: str, level: int, links: list[tuple[str, str | None, str | None]], shards: int
+    ) -> int:
+        """Add (url, source page, search keyword) links at ``level``; URLs the run already has are kept as
+        they are. Returns how many URLs were new to the run."""
+        rows = FrontierRows(run_id, shards)
+        for url, source_page, keyword in links:
+            rows.add(url, level, source_page, keyword)
+        with self._transaction() as cur:
+            return self._write_frontier(cur, rows)
+
+    def pending_shards(self, run_id: str, level: int) -> list[int]:
+        """Shards of a level with URLs still to fetch."""
+        with self._transaction() as cur:
+            cur.execute(
+                "SELECT DISTINCT shard FROM frontier WHERE run_id = %s AND level = %s AND status = 'discovered' "
+                "ORDER BY shard",
+                (run_id, level),
+            )
+            return [row[0] for row in cur.fetchall()]
+
+    def pending_urls(self, run_id: str, level: int, shard: int) -> list[tuple[str, str | None, str | None]]:
+        """(url, source page, search keyword) of a shard's URLs still to fetch, by URL."""
+        with self._transaction() as cur:
+            cur.execute(
+                "SELECT url, source_page, keyword FROM frontier "
+                "WHERE run_id = %s AND level = %s AND shard = %s AND status = 'discovered' ORDER BY url",
+                (run_id, level, shard),
+            )
+            return cur.fetchall()
+
+    def origin_counts(self, run_id: str, origins: list[str]) -> dict[str, int]:
+        """Frontier URLs per origin (every level, every status): what a host's page budget has used."""
+        with self._transaction() as cur:
+            cur.execute(
+                "SELECT origin, count(*) FROM frontier WHERE run_id = %s AND origin = ANY(%s) GROUP BY origin",
+                (run_id, list(origins)),
+            )
+            counts = dict(cur.fetchall())
+        return {o: counts.get(o, 0) for o in origins}
+
+    def commit_pages(
+        self, run_id: str, pages: list[Page], shards: int, keyword_of: dict[str, str | None] | None = None
+    ) -> None:
+        """Save what the pages found, in one transaction: their resources and datasets, the run's link to each
+        resource (at the lowest level), their links one level down, and each page's outcome (fetched, error,
+        or skipped by robots.txt). ``keyword_of`` maps a page URL to its search keyword; without it the
+        frontier's is used.
+
+        Until it commits, the pages stay 'discovered' and are redone; redoing them changes nothing. Should
+        the database refuse a page's rows, the pages are saved one by one and the refused one is marked
+        'error' with reason 'store', logged."""
+        if not pages:
+            return
+        if keyword_of is None:
+            keyword_of = self._keywords(run_id, [p.url for p in pages])
+        try:
+            with self._transaction() as cur:
+                self._save_pages(cur, run_id, pages, shards, keyword_of)
+        except psycopg2.Error as exc:
+            if not str(exc.pgcode or "").startswith(REFUSED_DATA):
+                raise
+            if len(pages) == 1:
+                self._refuse(run_id, pages[0], exc)
+                return
+            log.warning("the database refused rows of %d pages; saving them one by one: %s", len(pages), exc)
+            for page in pages:
+                self.commit_pages(run_id, [page], shards, keyword_of)
+
+    def _keywords(self, run_id: str, urls: list[str]) -> dict[str, str | None]:
+        with self._transaction() as cur:
+            cur.execute(
+                "SELECT url, keyword FROM frontier WHERE run_id = %s AND url = ANY(%s)", (run_id, urls)
+            )
+            return dict(cur.fetchall())
+
+    def _save_pages(self, cur, run_id: str, pages: list[Page], shards: int, keyword_of: dict) -> None:
+        found: dict[tuple[str, str], ResourceRows] = {}
+        for page in pages:
+            for resource in page.resources:
+                rows = resource_rows(resource, page, keyword_of.get(page.url))
+                if rows and (rows.key not in found or rows.level < found[rows.key].level):
+                    found[rows.key] = rows
+        resources = [found[key] for key in sorted(found)]
+        if resources:
+            ids = self._upsert_resources(cur, resources)
+            links = [(run_id, ids[r.key], r.level, r.source_page, r.discovered_at) for r in resources]
+            execute_values(cur, _RUN_RESOURCES_UPSERT, links, page_size=PAGE_SIZE)
+        frontier = FrontierRows(run_id, shards)
+        frontier.add_pages(pages, keyword_of)
+        self._write_frontier(cur, frontier)
+
+    def _upsert_resources(self, cur, resources: list[ResourceRows]) -> dict[tuple[str, str], int]:
+        """Upsert resources and replace their dataset lists; returns the id of each (url, type)."""
+        returned = execute_values(
+            cur, _RESOURCES_UPSERT, [r.values for r in resources], page_size=PAGE_SIZE, fetch=True
+        )
+        ids = {(url, type_): id_ for id_, url, type_ in returned}
+        datasets = [(ids[r.key], *d) for r in resources for d in r.datasets]
+        if datasets:
+            execute_values(cur, _DATASETS_UPSERT, datasets, page_size=PAGE_SIZE)
+        cur.execute(_DATASETS_TRIM, ([ids[r.key] for r in resources], [len(r.datasets) for r in resources]))
+        return ids
+
+    def _write_frontier(self, cur, rows: FrontierRows) -> int:
+        return len(execute_values(cur, _FRONTIER_UPSERT, rows.sorted(), page_size=PAGE_SIZE, fetch=True))
+
+    def _refuse(self, run_id: str, page: Page, exc: psycopg2.Error) -> None:
+        message = Cleaner().text(f"the database refused its rows: {exc}".strip(), "error message")
+        log.error("%s: %s", page.url, message)
+        with self._transaction() as cur:
+            cur.execute(
+                "UPDATE frontier SET status = 'error', error_reason = 'store', error_message = %s, "
+                "updated_at = now() WHERE run_id = %s AND url = %s",
+                (message, run_id, page.url),
+            )
+
+    # --- statistics ---
+
+    def save_level_stats(self, run_id: str, level: int, shard: int, stats: LevelStats) -> None:
+        """Record what a shard's attempt measured; ``level_stats`` takes its seconds."""
+        with self._transaction() as cur:
+            cur.execute(
+                "INSERT INTO crawl_levels (run_id, level, shard, urls, resources, failures, seconds) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (run_id, level, shard) DO UPDATE SET "
+                "urls = EXCLUDED.urls, resources = EXCLUDED.resources, failures = EXCLUDED.failures, "
+                "seconds = EXCLUDED.seconds",
+                (run_id, level, shard, stats.urls, stats.resources, stats.failures, stats.seconds),
+            )
+
+    def level_stats(self, run_id: str) -> list[LevelStats]:
+        """Each level's figures, counted from the committed rows (``level_figures`` in the schema), so a shard
+        redone after a crash counts every page once; a level's seconds are its slowest shard's."""
+        with self._transaction() as cur:
+            cur.execute("SELECT level, urls, resources, failures, seconds FROM level_figures(%s)", (run_id,))
+            return [LevelStats(*row) for row in cur.fetchall()]
+
+    # --- export ---
+
+    def export_run(self, run_id: str) -> Iterator[dict]:
+        """The run's resources as ``Resource.to_record()`` records (the ``geoweb crawl`` JSON lines), by level,
+        streamed from one snapshot: use the Store for nothing else until the iteration ends."""
+        with self._transaction() as cur:
+            cur.execute("SELECT 1 FROM crawl_runs WHERE run_id = %s", (run_id,))
+            if cur.fetchone() is None:
+                raise StoreError(f"unknown run {run_id!r}")
+        with self.conn, self.conn.cursor(name="export_run") as resources, self.conn.cursor() as cur:
+            resources.itersize = EXPORT_BATCH
+            resources.execute(_EXPORT_RESOURCES, (run_id,))
+            while batch := resources.fetchmany(EXPORT_BATCH):
+                yield from _records(cur, batch)
+
+
+def _json(value: dict, subject: str) -> str:
+    clean = Cleaner()
+    text = clean.json(value, "json")
+    clean.log_changes(subject)
+    return text
+
+
+def _records(cur, batch: list[tuple]) -> Iterator[dict]:
+    """Records of a batch of resource rows (``_EXPORT_RESOURCES``), with their datasets."""
+    cur.execute(_EXPORT_DATASETS, ([row[0] for row in batch],))
+    rows = cur.fetchall()
+    datasets: dict[int, list[Dataset]] = defaultdict(list)
+    for (resource_id, name, title, keywords, _, extra), box in zip(rows, _boxes(rows, 4), strict=True):
+        datasets[resource_id].append(
+            Dataset(name=name, title=title, bbox=box, keywords=keywords, extra=extra)
+        )
+    for row, box in zip(batch, _boxes(batch, 8), strict=True):
+        id_, url, type_, version, title, abstract, keywords, provider, _, extra, sha, level, source, at = row
+        yield Resource(
+            url=url, type=type_, version=version, title=title, abstract=abstract, keywords=keywords,
+            provider=provider, datasets=datasets[id_], bbox=box, extra=extra, content_sha256=sha, level=level,
+            source_page=source, discovered_at=at.astimezone(UTC).isoformat(timespec="seconds"),
+        ).to_record()  # fmt: skip
+
+
+def _boxes(rows: list[tuple], column: int) -> list:
+    return boxes_of([None if row[column] is None else bytes(row[column]) for row in rows])

@@ -1,0 +1,98 @@
+import logging
+import os
+import subprocess
+import sys
+import threading
+from collections import Counter
+
+import psycopg2
+import pytest
+
+from geoweb.store import Store, shard_of
+from geoweb.store.clean import MAX_URL_BYTES
+from tests.store.queries import rows, scalar
+
+ORIGINS = [f"http://host{i}.example" for i in range(1000)]
+
+
+def test_shards_are_the_same_in_every_process():
+    """Another process, with another string hash seed than this one, puts each origin on the same shard."""
+    code = "import sys; from geoweb.store import shard_of; print([shard_of(o, 8) for o in sys.argv[1:]])"
+    other = subprocess.run(
+        [sys.executable, "-c", code, *ORIGINS[:50]], env={**os.environ, "PYTHONHASHSEED": "12345"},
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert other.stdout == f"{[shard_of(o, 8) for o in ORIGINS[:50]]}\n"
+
+
+def test_shards_spread_origins_and_refuse_no_shards():
+    counts = Counter(shard_of(o, 8) for o in ORIGINS)
+    assert set(counts) == set(range(8))
+    assert min(counts.values()) > 1000 / 8 * 0.7
+    assert shard_of("http://a.example", 1) == 0
+    with pytest.raises(ValueError, match="at least 1"):
+        shard_of("http://a.example", 0)
+
+
+def test_add_urls_counts_only_new_urls_and_keeps_the_first_level(store, run_id, site):
+    links = [(f"{site}/a", None, "rivers"), (f"{site}/b", None, None), (f"{site}/a", None, "lakes")]
+    assert store.add_urls(run_id, 0, links, shards=4) == 2
+    assert (
+        store.add_urls(run_id, 3, [(f"{site}/a", f"{site}/x", None), (f"{site}/c", f"{site}/b", None)], 4)
+        == 1
+    )
+    assert rows(
+        store,
+        "SELECT url, level, source_page, keyword, status FROM frontier WHERE run_id = %s ORDER BY url",
+        run_id,
+    ) == [
+        (f"{site}/a", 0, None, "rivers", "discovered"),
+        (f"{site}/b", 0, None, None, "discovered"),
+        (f"{site}/c", 3, f"{site}/b", None, "discovered"),
+    ]
+    shard = shard_of(site, 4)
+    assert store.pending_shards(run_id, 0) == [shard]
+    assert store.pending_urls(run_id, 0, shard) == [(f"{site}/a", None, "rivers"), (f"{site}/b", None, None)]
+    assert store.pending_urls(run_id, 0, (shard + 1) % 4) == []
+    assert store.origin_counts(run_id, [site, "http://other.example"]) == {site: 3, "http://other.example": 0}
+
+
+def test_unstorable_urls_are_logged_and_the_rest_added(store, run_id, site, caplog):
+    links = [
+        (f"{site}/" + "a" * MAX_URL_BYTES, None, None),
+        (f"{site}/nul\x00", None, None),
+        ("http://[::1/broken", None, None),
+        (f"{site}/fine", None, "key\x00word"),
+    ]
+    with caplog.at_level(logging.WARNING, logger="geoweb.store"):
+        assert store.add_urls(run_id, 0, links, 2) == 1
+    assert len([r for r in caplog.records if "not stored in the frontier" in r.message]) == 3
+    assert rows(store, "SELECT url, keyword FROM frontier WHERE run_id = %s", run_id) == [
+        (f"{site}/fine", "keyword")
+    ]
+
+
+def test_two_workers_adding_overlapping_links_at_once_add_each_url_once(postgis_dsn, run_id, site):
+    barrier = threading.Barrier(2)
+    added: list[int] = []
+
+    def worker(first: int) -> None:
+        links = [(f"{site}/page/{i}", None, None) for i in range(first, first + 1500)]
+        with Store(postgis_dsn) as store:
+            barrier.wait()
+            added.append(store.add_urls(run_id, 1, links, 4))
+
+    threads = [threading.Thread(target=worker, args=(first,)) for first in (0, 500)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sum(added) == 2000
+    with Store(postgis_dsn) as store:
+        assert scalar(store, "SELECT count(*) FROM frontier WHERE run_id = %s", run_id) == 2000
+
+
+def test_a_run_never_begun_is_refused(store, site):
+    with pytest.raises(psycopg2.errors.ForeignKeyViolation, match="crawl_runs"):
+        store.add_urls("never-begun", 0, [(f"{site}/", None, None)], 4)
+    assert scalar(store, "SELECT count(*) FROM frontier WHERE run_id = 'never-begun'") == 0

@@ -1,0 +1,80 @@
+import pytest
+
+from geoweb.crawl import LevelStats
+from geoweb.errors import HTTPStatusError, RobotsDisallowed
+from geoweb.store import Store, StoreError
+from tests.store.pages import kml, page, wms
+from tests.store.queries import rows
+
+
+def test_a_run_begins_resumes_and_ends(store, run_id):
+    (started,) = rows(store, "SELECT started_at FROM crawl_runs WHERE run_id = %s", run_id)[0]
+    store.end_run(run_id, "failed", {"error": "worker lost"})
+    store.begin_run(run_id, {"seeds": ["http://seed.example/"], "resumed": True})
+    status, params, resumed_start, finished = rows(
+        store, "SELECT status, params, started_at, finished_at FROM crawl_runs WHERE run_id = %s", run_id
+    )[0]
+    assert (status, params["resumed"], resumed_start, finished) == ("running", True, started, None)
+    png = b"\x89PNG\r\n\x1a\n\x00binary"
+    store.end_run(run_id, "success", {"resources": 19, "note": "nul\x00here"}, report_png=png)
+    status, summary, stored_png, finished = rows(
+        store, "SELECT status, summary, report_png, finished_at FROM crawl_runs WHERE run_id = %s", run_id
+    )[0]
+    assert (status, summary, bytes(stored_png)) == ("success", {"resources": 19, "note": "nulhere"}, png)
+    assert finished >= started
+
+
+def test_latest_run_is_the_last_begun(store, run_id):
+    assert store.latest_run() == run_id
+    store.begin_run(f"{run_id}-later", {})
+    assert store.latest_run() == f"{run_id}-later"
+
+
+def test_ending_an_unknown_run_says_so(store):
+    with pytest.raises(StoreError, match="unknown run 'never-begun'"):
+        store.end_run("never-begun", "success", {})
+
+
+def test_level_stats_count_committed_pages_once_when_a_shard_is_redone(store, run_id, site):
+    seed = f"{site}/"
+    store.add_urls(run_id, 0, [(seed, None, None)], 2)
+    level_1 = [f"{site}/{i}" for i in range(6)]
+    store.commit_pages(run_id, [page(seed, 0, links=level_1)], 2)
+    store.save_level_stats(run_id, 0, 0, LevelStats(0, urls=1, seconds=0.25))
+    # a shard commits half its level, dies before saving its statistics, and is redone for the other half
+    store.commit_pages(run_id, [
+        page(level_1[0], 1, seed, [wms(site, 1, seed)]),
+        page(level_1[1], 1, seed, error=HTTPStatusError(500, url=level_1[1])),
+        page(level_1[2], 1, seed, error=RobotsDisallowed(url=level_1[2])),
+    ], 2)  # fmt: skip
+    store.commit_pages(
+        run_id, [page(level_1[3], 1, seed, [kml(site, 1, seed)]), page(level_1[4], 1, seed)], 2
+    )
+    store.save_level_stats(run_id, 1, 0, LevelStats(1, urls=2, resources=1, seconds=1.5))
+    store.save_level_stats(run_id, 1, 1, LevelStats(1, urls=0, seconds=2.5))
+    assert store.level_stats(run_id) == [
+        LevelStats(0, urls=1, resources=0, failures=0, seconds=0.25),
+        LevelStats(1, urls=4, resources=2, failures=1, seconds=2.5),  # robots.txt refusals are not fetches
+    ]
+    assert store.level_stats("no-such-run") == []
+
+
+def test_from_env_names_the_missing_setting():
+    with pytest.raises(StoreError, match="GEOWEB_DB is not set"):
+        Store.from_env({})
+    with pytest.raises(StoreError, match="GEOWEB_DB is not set"):
+        Store.from_env({"GEOWEB_DB": "  "})
+
+
+def test_from_env_connects(postgis_dsn):
+    with Store.from_env({"GEOWEB_DB": postgis_dsn}) as store:
+        assert store.migrate() == []
+
+
+def test_a_wrong_database_is_a_clear_error_that_keeps_the_password_out(postgis_dsn):
+    with pytest.raises(StoreError, match="cannot connect") as refused:
+        Store(postgis_dsn.replace("geoweb:geoweb@", "geoweb:s3cret-pass@").rsplit("/", 1)[0] + "/no_such_db")
+    assert "s3cret-pass" not in str(refused.value)
+    with pytest.raises(StoreError, match="cannot connect") as unreachable:
+        Store("postgresql://geoweb:s3cret-pass@127.0.0.1:1/geoweb")
+    assert "s3cret-pass" not in str(unreachable.value)
