@@ -107,7 +107,7 @@ def finish_run() -> dict:
 
 
 def _mark_failed(context) -> None:
-    """A failed DAG run is failed in the store too, so no run row stays 'running' (a resumed run restarts it)."""
+    """A failed DAG run is failed in the store too, so no run row stays 'running'."""
     with _store() as store:
         store.end_run(
             context["dag_run"].run_id, "failed", {"reason": str(context.get("reason") or "a task failed")}

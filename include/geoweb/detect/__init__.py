@@ -5,9 +5,8 @@ A new family of resources is one new module here and one line in ``DETECTORS``.
 
 from __future__ import annotations
 
-import importlib
-
 from geoweb.detect.base import DetectContext, Detector
+from geoweb.registry import resolve
 
 DETECTORS = {
     "ogc": "geoweb.detect.ogc:OGCDetector",
@@ -21,15 +20,7 @@ class UnknownDetector(ValueError):
 
 
 def load_detector(name: str) -> Detector:
-    path = DETECTORS.get(name, name)
-    module_name, _, class_name = path.partition(":")
-    if not class_name:
-        raise UnknownDetector(f"unknown detector {name!r}; known: {', '.join(DETECTORS)}")
-    try:
-        cls = getattr(importlib.import_module(module_name), class_name)
-    except (ImportError, AttributeError) as exc:
-        raise UnknownDetector(f"cannot load detector {name!r} from {path!r}: {exc}") from exc
-    return cls()
+    return resolve(DETECTORS, name, UnknownDetector)()
 
 
 def load_detectors(names=None) -> list[Detector]:

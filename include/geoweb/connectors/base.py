@@ -1,0 +1,89 @@
+"""What every connector shares: the records it yields, its configuration, its errors, and the interface.
+
+A connector reads one outside source (a web-search API, a data portal, a catalogue, an image archive) and
+yields records. It is built from a plain config dict (base URL, key, page size, timeout...) that the DAGs
+fill from Airflow Connections/Variables and the CLI from the environment; a key never appears in logs or
+errors. Records whose links point at services or files go back to the crawl as candidates.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any, ClassVar
+
+from geoweb.errors import GeowebError
+from geoweb.models import BBox
+
+
+class ConnectorError(GeowebError):
+    """Raised by a connector when its source fails: HTTP errors, quota, malformed answers. ``user_msg``
+    says what went wrong in words a user can act on; the message never contains a key."""
+
+    reason = "connector"
+    user_msg = "The source could not be read"
+
+
+class QuotaExceeded(ConnectorError):
+    """Raised when a source refuses for quota or rate reasons (HTTP 403/429 and the providers' error bodies)."""
+
+    reason = "quota"
+    user_msg = "The source's quota or rate limit is exhausted"
+
+
+class ConfigError(ConnectorError):
+    """Raised when a connector's configuration lacks a setting or has a bad one (names the setting)."""
+
+    reason = "config"
+    user_msg = "The connector is not configured"
+
+
+@dataclass(slots=True)
+class Link:
+    """An online resource of a record: a page, a service endpoint or a file."""
+
+    url: str
+    protocol: str | None = None  # e.g. OGC:WMS, a DCAT format or media type, as the source says it
+    name: str | None = None
+
+
+@dataclass(slots=True)
+class Record:
+    """One item of a source: a search hit, a portal dataset, a catalogue record."""
+
+    source: str  # the connector instance's name, e.g. "searxng", "datagov", "csw:<url>"
+    identifier: str  # unique within the source
+    title: str | None = None
+    abstract: str | None = None
+    keywords: list[str] = field(default_factory=list)
+    bbox: BBox | None = None  # WGS84
+    modified: datetime | None = None
+    links: list[Link] = field(default_factory=list)
+    keyword: str | None = None  # the search keyword that produced it
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON-lines form the connector commands print."""
+        record = asdict(self)
+        record["bbox"] = list(self.bbox) if self.bbox else None
+        record["modified"] = self.modified.isoformat() if self.modified else None
+        return record
+
+
+class Connector(ABC):
+    """A source of records. Subclasses live one per module and register by short name in CONNECTORS."""
+
+    name: ClassVar[str]
+    required: ClassVar[tuple[str, ...]] = ()  # config keys that must be present
+
+    def __init__(self, config: Mapping[str, Any]):
+        missing = [key for key in self.required if not config.get(key)]
+        if missing:
+            raise ConfigError(f"{self.name}: missing setting(s) {', '.join(missing)}")
+        self.config = dict(config)
+
+    @abstractmethod
+    def records(self, **query: Any) -> Iterator[Record]:
+        """Yield the source's records for a query, page by page; raise ConnectorError on failure."""
