@@ -12,23 +12,32 @@ import math
 from hashlib import blake2b
 
 
+def bloom_size(expected_items: int, error_rate: float) -> tuple[int, int]:
+    """(bits, hash functions) for ``expected_items`` at ``error_rate``: m = -n ln f / (ln 2)^2, k = (m/n) ln 2."""
+    if expected_items < 1 or not 0 < error_rate < 1:
+        raise ValueError("expected_items must be >= 1 and 0 < error_rate < 1")
+    num_bits = max(8, math.ceil(-expected_items * math.log(error_rate) / math.log(2) ** 2))
+    return num_bits, max(1, round(num_bits / expected_items * math.log(2)))
+
+
+def bloom_positions(item: str, num_bits: int, num_hashes: int) -> list[int]:
+    """The bit positions of ``item``: double hashing of one 128-bit BLAKE2b digest."""
+    digest = blake2b(item.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    h1 = int.from_bytes(digest[:8], "little")
+    h2 = int.from_bytes(digest[8:], "little") | 1
+    return [(h1 + i * h2) % num_bits for i in range(num_hashes)]
+
+
 class BloomFilter:
     def __init__(self, expected_items: int, error_rate: float = 1e-4):
-        if expected_items < 1 or not 0 < error_rate < 1:
-            raise ValueError("expected_items must be >= 1 and 0 < error_rate < 1")
         self.expected_items = expected_items
         self.error_rate = error_rate
-        self.num_bits = max(8, math.ceil(-expected_items * math.log(error_rate) / math.log(2) ** 2))
-        self.num_hashes = max(1, round(self.num_bits / expected_items * math.log(2)))
+        self.num_bits, self.num_hashes = bloom_size(expected_items, error_rate)
         self.bits = bytearray((self.num_bits + 7) // 8)
         self.count = 0  # items added (including the rare false-positive collisions not added)
 
     def positions(self, item: str) -> list[int]:
-        digest = blake2b(item.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-        h1 = int.from_bytes(digest[:8], "little")
-        h2 = int.from_bytes(digest[8:], "little") | 1
-        m = self.num_bits
-        return [(h1 + i * h2) % m for i in range(self.num_hashes)]
+        return bloom_positions(item, self.num_bits, self.num_hashes)
 
     def __contains__(self, item: str) -> bool:
         bits = self.bits
