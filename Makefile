@@ -17,6 +17,7 @@ test: setup
 
 stop:
 	$(PY) -m testweb stop
+	$(PY) -m stack stop
 
 bench: setup
 	$(PY) bench/bench_crawl.py

@@ -10,6 +10,7 @@ APT_PACKAGES=(
   nginx-light  # serves the synthetic web of the crawl benchmark
   procps curl  # process and HTTP tools of the start/stop scripts
   postgresql postgresql-15-postgis-3 redis-server  # the results store and the Celery broker
+  docker-compose  # checks docker/compose.yaml (`docker-compose config`); no engine runs here
 )
 
 bash scripts/apt-ensure.sh "${APT_PACKAGES[@]}"

@@ -1,13 +1,15 @@
-"""python -m stack start|stop|status [COMPONENT ...]"""
+"""python -m stack start|stop|status [COMPONENT ...]: start or stop the local stack, or show it (exit 1 when
+something asked about is down)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 
-from stack import postgres, redis
+from stack import airflow, postgres, redis, workers
 
-COMPONENTS = {"postgres": postgres, "redis": redis}
+COMPONENTS = {"postgres": postgres, "redis": redis, "airflow": airflow, "workers": workers}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,11 +22,19 @@ def main(argv: list[str] | None = None) -> int:
         names.reverse()
     for name in names:
         component = COMPONENTS[name]
-        if args.action == "start":
-            component.start()
-        elif args.action == "stop":
-            component.stop()
-        print(component.status())
+        began = time.monotonic()
+        try:
+            if args.action == "start":
+                component.start()
+            elif args.action == "stop":
+                component.stop()
+        except RuntimeError as exc:  # StartError and the like: the message says what failed and where to look
+            print(f"error: {name}: {exc}", file=sys.stderr)
+            return 1
+        took = f" ({time.monotonic() - began:.1f} s)" if args.action != "status" else ""
+        print(component.status() + took)
+    if args.action == "status":  # 0 when everything asked about is up, as scripts expect
+        return 0 if all(COMPONENTS[name].running() for name in names) else 1
     return 0
 
 

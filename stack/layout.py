@@ -15,7 +15,14 @@ PG_DATA = VAR / "pg"
 PG_PORT = 15432
 REDIS_PORT = 16379
 
-# Local-only credentials of the stack's own databases; a deployment sets its own (docker/.env).
-GEOWEB_DB = f"postgresql://geoweb:geoweb@127.0.0.1:{PG_PORT}/geoweb"
-AIRFLOW_DB = f"postgresql+psycopg2://airflow:airflow@127.0.0.1:{PG_PORT}/airflow"
+# Local-only credentials of the stack's own databases; a deployment sets its own (docker/.env). Airflow masks
+# a connection's password wherever it appears in task logs, so it must be no word of ordinary text.
+GEOWEB_DB = f"postgresql://geoweb:geoweb-local@127.0.0.1:{PG_PORT}/geoweb"
+AIRFLOW_DB = f"postgresql+psycopg2://airflow:airflow-local@127.0.0.1:{PG_PORT}/airflow"
 REDIS_URL = f"redis://127.0.0.1:{REDIS_PORT}/0"
+CELERY_BROKER_URL = f"redis://127.0.0.1:{REDIS_PORT}/1"  # apart from database 0, which tests flush
+
+AIRFLOW_HOME = VAR / "airflow"
+API_PORT = 8080  # the Airflow UI and REST API
+API_URL = f"http://127.0.0.1:{API_PORT}"
+SCHEDULER_HEALTH_PORT = 8974

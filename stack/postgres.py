@@ -1,14 +1,15 @@
-"""PostgreSQL with PostGIS: one cluster under var/stack/pg holding the ``geoweb`` and ``airflow`` databases."""
+"""PostgreSQL with PostGIS: one cluster under var/stack/pg with the ``geoweb`` and ``airflow`` databases."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
 import time
+from urllib.parse import urlsplit
 
-from stack.layout import LOGS, PG_BIN, PG_DATA, PG_PORT
+from stack.layout import AIRFLOW_DB, GEOWEB_DB, LOGS, PG_BIN, PG_DATA, PG_PORT
 
-DATABASES = {"geoweb": ("geoweb", "geoweb", True), "airflow": ("airflow", "airflow", False)}  # owner, password, PostGIS
+DATABASES = ((GEOWEB_DB, True), (AIRFLOW_DB, False))  # each DSN names database, owner and password; PostGIS
 
 
 def _as_postgres(*command: str, check: bool = True, **kwargs) -> subprocess.CompletedProcess:
@@ -25,7 +26,8 @@ def _psql(sql: str, database: str = "postgres") -> str:
 
 
 def running() -> bool:
-    return _as_postgres(str(PG_BIN / "pg_isready"), "-q", "-h", "127.0.0.1", "-p", str(PG_PORT), check=False).returncode == 0
+    ready = _as_postgres(str(PG_BIN / "pg_isready"), "-q", "-h", "127.0.0.1", "-p", str(PG_PORT), check=False)
+    return ready.returncode == 0
 
 
 def start() -> None:
@@ -51,9 +53,11 @@ def start() -> None:
 
 
 def _create_databases() -> None:
-    for name, (owner, password, postgis) in DATABASES.items():
-        if not _psql(f"SELECT 1 FROM pg_roles WHERE rolname = '{owner}'"):
-            _psql(f"CREATE ROLE {owner} LOGIN PASSWORD '{password}'")
+    for dsn, postgis in DATABASES:
+        parts = urlsplit(dsn)
+        name, owner = parts.path.lstrip("/"), parts.username
+        exists = _psql(f"SELECT 1 FROM pg_roles WHERE rolname = '{owner}'")
+        _psql(f"{'ALTER' if exists else 'CREATE'} ROLE {owner} LOGIN PASSWORD '{parts.password}'")
         if not _psql(f"SELECT 1 FROM pg_database WHERE datname = '{name}'"):
             _psql(f"CREATE DATABASE {name} OWNER {owner}")
         if postgis:

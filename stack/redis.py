@@ -39,7 +39,9 @@ def start() -> None:
 
 
 def stop() -> None:
-    subprocess.run(["redis-cli", "-p", str(REDIS_PORT), "shutdown", "nosave"], check=False, capture_output=True)
+    subprocess.run(
+        ["redis-cli", "-p", str(REDIS_PORT), "shutdown", "nosave"], check=False, capture_output=True
+    )
 
 
 def status() -> str:

@@ -1,21 +1,18 @@
-"""Starting, checking and stopping the servers of the test web.
+"""The servers of the test web, started, checked and stopped by the stack's process supervisor.
 
 Each server runs in its own session (process group), so stopping it also ends what it spawned (MapServer
-FastCGI processes, gunicorn workers). Pid files live in var/testweb/run/.
+FastCGI processes, gunicorn workers). Pid files live in var/testweb/run/, output in var/testweb/logs/.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
-import socket
-import subprocess
-import time
-import urllib.error
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from stack.supervisor import Service, StartError, answers, launch, running_pid, state, stop, wait_until_up
+from stack.supervisor import start as start_services
 from testweb import catalogue, httpd, mapserver, tiles, wps
 from testweb.layout import (
     DECOYS,
@@ -24,33 +21,23 @@ from testweb.layout import (
     MAPPROXY,
     PYCSW,
     PYWPS,
-    REPO,
     RUN,
     SERVER_VENV,
     SITE_PORTS,
     SOURCE,
     origin,
 )
-from testweb.model import DIRECT, with_query
+from testweb.model import with_query
 
-START_TIMEOUT = 45.0
-STOP_TIMEOUT = 5.0
+__all__ = ["SERVERS", "Server", "StartError", "answers", "launch", "running_pid", "stop", "wait_until_up"]
 
 
 @dataclass(frozen=True)
-class Server:
-    name: str
-    command: tuple[str, ...]
-    checks: tuple[str, ...]  # URLs that must answer 200 once the server is up
-    env: dict[str, str] = field(default_factory=dict)
+class Server(Service):
+    """A server of the test web; its pid file and output go to var/testweb/ (looked up when it is made)."""
 
-    @property
-    def pid_file(self) -> Path:
-        return RUN / f"{self.name}.pid"
-
-    @property
-    def ports(self) -> list[int]:
-        return sorted({int(url.split(":")[2].split("/")[0]) for url in self.checks})
+    run_dir: Path = field(default_factory=lambda: RUN, kw_only=True)
+    log_dir: Path = field(default_factory=lambda: LOGS, kw_only=True)
 
 
 def _capabilities(url: str, service: str) -> str:
@@ -96,127 +83,11 @@ SERVERS = (
 )  # fmt: skip
 
 
-class StartError(RuntimeError):
-    """Raised by ``start`` when a server cannot be started or does not answer in time."""
-
-
-def answers(url: str, timeout: float = 3.0) -> bool:
-    try:
-        with DIRECT.open(url, timeout=timeout) as response:
-            return response.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
-
-
-def _running(group: int) -> list[int]:
-    """Pids of the group's running processes. Zombies do not count: the container's init may reap late."""
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(group, os.WNOHANG)  # our own child, when this process started it
-    pids = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            state, _, pgrp = stat.read_text().rpartition(")")[2].split()[:3]
-        except OSError:  # the process ended while we looked
-            continue
-        if int(pgrp) == group and state != "Z":
-            pids.append(int(stat.parent.name))
-    return pids
-
-
-def _wait_while(condition, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while condition() and time.monotonic() < deadline:
-        time.sleep(0.05)
-
-
-def running_pid(server: Server) -> int | None:
-    """The pid of our running server, from its pid file; None (and no stale file) when it is gone."""
-    try:
-        pid = int(server.pid_file.read_text())
-    except (FileNotFoundError, ValueError):
-        return None
-    if not _running(pid):
-        server.pid_file.unlink(missing_ok=True)
-        return None
-    return pid
-
-
-def is_up(server: Server) -> bool:
-    return running_pid(server) is not None and all(answers(url) for url in server.checks)
-
-
-def _connectable(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(0.5)
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-def launch(server: Server) -> None:
-    taken = [p for p in server.ports if _connectable(p)]
-    if taken:
-        raise StartError(f"{server.name}: port {taken} is already in use by another program")
-    RUN.mkdir(parents=True, exist_ok=True)
-    LOGS.mkdir(parents=True, exist_ok=True)
-    with (LOGS / f"{server.name}.out").open("ab") as out:
-        process = subprocess.Popen(
-            server.command,
-            cwd=REPO,
-            env=os.environ | server.env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    server.pid_file.write_text(str(process.pid))
-
-
-def wait_until_up(servers: list[Server], timeout: float = START_TIMEOUT) -> None:
-    deadline = time.monotonic() + timeout
-    pending = list(servers)
-    while pending:
-        pending = [s for s in pending if not is_up(s)]
-        for server in pending:
-            if running_pid(server) is None:
-                raise StartError(f"{server.name} exited; see {LOGS / (server.name + '.out')}")
-        if pending and time.monotonic() > deadline:
-            names = ", ".join(s.name for s in pending)
-            raise StartError(f"not answering after {timeout:.0f} s: {names}; see the logs in {LOGS}")
-        time.sleep(0.2)
-
-
 def start_all() -> None:
     """Starts every server not already up; on failure stops what it started and raises StartError."""
     if not (SERVER_VENV / "bin" / "gunicorn").exists():
         raise StartError("the server venv is missing: run testweb/setup.sh")
-    started = []
-    try:
-        for server in SERVERS:
-            if is_up(server):
-                continue
-            stop(server)
-            launch(server)
-            started.append(server)
-        wait_until_up(started)
-    except StartError:
-        for server in started:
-            stop(server)
-        raise
-
-
-def stop(server: Server) -> bool:
-    """Ends the server, then whatever it spawned and left behind; True if it was running."""
-    pid = running_pid(server)
-    if pid is None:
-        return False
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGTERM)
-    _wait_while(lambda: pid in _running(pid), STOP_TIMEOUT)
-    # MapServer's idle FastCGI processes outlive SIGTERM until their next request
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)
-    _wait_while(lambda: bool(_running(pid)), 1.0)
-    server.pid_file.unlink(missing_ok=True)
-    return True
+    start_services(SERVERS)
 
 
 def stop_all() -> list[str]:
@@ -232,10 +103,4 @@ def flush_logs() -> None:
 
 def status() -> dict[str, str]:
     """Server name -> 'up', 'not answering' or 'stopped'."""
-    states = {}
-    for server in SERVERS:
-        if running_pid(server) is None:
-            states[server.name] = "stopped"
-        else:
-            states[server.name] = "up" if is_up(server) else "not answering"
-    return states
+    return {server.name: state(server) for server in SERVERS}

@@ -1,3 +1,5 @@
+from urllib.parse import urlsplit, urlunsplit
+
 import pytest
 
 from geoweb.crawl import LevelStats
@@ -72,8 +74,12 @@ def test_from_env_connects(postgis_dsn):
 
 
 def test_a_wrong_database_is_a_clear_error_that_keeps_the_password_out(postgis_dsn):
+    parts = urlsplit(postgis_dsn)
+    wrong = parts._replace(
+        netloc=f"{parts.username}:s3cret-pass@{parts.hostname}:{parts.port}", path="/no_such_db"
+    )
     with pytest.raises(StoreError, match="cannot connect") as refused:
-        Store(postgis_dsn.replace("geoweb:geoweb@", "geoweb:s3cret-pass@").rsplit("/", 1)[0] + "/no_such_db")
+        Store(urlunsplit(wrong))
     assert "s3cret-pass" not in str(refused.value)
     with pytest.raises(StoreError, match="cannot connect") as unreachable:
         Store("postgresql://geoweb:s3cret-pass@127.0.0.1:1/geoweb")

@@ -1,0 +1,106 @@
+"""python -m stack.demo: crawl the local test web with the geoweb_crawl DAG, through Airflow's REST API as the
+UI does, then show what the run loaded into PostGIS and where to look. The stack and the test web must be up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from geoweb.crawl import CrawlReport
+from geoweb.harvest.run import level_table
+from geoweb.store import Store
+from stack.airflow import MAIN_DAG
+from stack.airflow_api import ADMIN, AirflowClient, AirflowError, admin_password
+from stack.layout import API_URL, GEOWEB_DB, REPO
+
+MANIFEST = REPO / "var" / "testweb" / "manifest.json"
+OUT = REPO / "var" / "demo"
+RUN_TIMEOUT = 900.0
+SHOWN = 25  # resources listed; all of them are in resources.jsonl
+
+
+def crawl_conf(manifest: dict) -> dict:
+    """The run's conf: the test web's seeds, its loopback hosts allowed, five levels deep."""
+    return {"seeds": manifest["seeds"], "allowed_hosts": ["127.0.0.1"], "max_level": 5}
+
+
+def run_crawl(client: AirflowClient, conf: dict, timeout: float = RUN_TIMEOUT) -> tuple[str, str]:
+    """Unpauses the DAG, triggers a run with ``conf`` and waits for it: (run id, final state)."""
+    client.unpause(MAIN_DAG)
+    run_id = client.trigger(MAIN_DAG, conf)
+    print(f"triggered {MAIN_DAG} run {run_id}; follow it at {API_URL}/dags/{MAIN_DAG}")
+    return run_id, client.wait(MAIN_DAG, run_id, timeout)
+
+
+def _report_png(store: Store, run_id: str) -> bytes | None:
+    with store.conn, store.conn.cursor() as cur:
+        cur.execute("SELECT report_png FROM crawl_runs WHERE run_id = %s", (run_id,))
+        row = cur.fetchone()
+    return bytes(row[0]) if row and row[0] is not None else None
+
+
+def show_run(store: Store, run_id: str, out: Path) -> None:
+    """Prints the run's per-level table, resources per type and a list of resources, and writes them out:
+    resources.jsonl (the ``geoweb crawl`` records) and levels.png (the plot the run stored)."""
+    records = list(store.export_run(run_id))
+    report = CrawlReport(levels=store.level_stats(run_id))
+    report.resources_by_type = Counter(r["type"] for r in records)
+    report.seconds = sum(s.seconds for s in report.levels)  # levels run one after the other
+    print(level_table(report))
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "resources.jsonl").open("w", encoding="utf-8") as f:
+        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    png = _report_png(store, run_id)
+    if png:
+        (out / "levels.png").write_bytes(png)
+    print(f"\n== resources found (first {min(SHOWN, len(records))} of {len(records)})")
+    for r in sorted(records, key=lambda r: (r["level"], r["type"], r["url"]))[:SHOWN]:
+        title = (r["title"] or "")[:40]
+        version = r["version"] or ""
+        print(f"L{r['level']} {r['type']:9} {version:6} {r['datasets']:>3} datasets  {title:40}  {r['url']}")
+    print(f"\nResources: {out / 'resources.jsonl'}" + (f", plot: {out / 'levels.png'}" if png else ""))
+
+
+def where_to_look() -> None:
+    print(f"""
+Where to look (everything keeps running):
+  Airflow UI   {API_URL}   login {ADMIN} / {admin_password()}
+  PostGIS      psql {GEOWEB_DB}   (tables resources, datasets, crawl_runs, crawl_levels)
+  logs         var/stack/logs (services), var/stack/airflow/logs (tasks), var/testweb/logs (test web)
+  stop it all  make stop""")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m stack.demo", description=__doc__)
+    parser.add_argument("--out", type=Path, default=OUT, help="where resources.jsonl and levels.png go")
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    client = AirflowClient.from_environment()
+    try:
+        run_id, state = run_crawl(client, crawl_conf(json.loads(MANIFEST.read_text())))
+    except AirflowError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"run {run_id}: {state} after {time.monotonic() - started:.0f} s\n")
+    if state != "success":
+        failed = [t for t in client.task_instances(MAIN_DAG, run_id) if t["state"] == "failed"]
+        for ti in failed:
+            print(
+                f"failed: {ti['task_id']} (map index {ti['map_index']}); its log is in the UI",
+                file=sys.stderr,
+            )
+        where_to_look()
+        return 1
+    with Store(GEOWEB_DB) as store:
+        show_run(store, run_id, args.out)
+    where_to_look()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

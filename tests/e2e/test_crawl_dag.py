@@ -1,0 +1,220 @@
+"""geoweb_crawl end to end on the real stack: triggered over the REST API as the UI does, run by two Celery
+workers, loaded into PostGIS, and checked against the test web's ground truth; then a worker killed in the
+middle of a crawl, and the same crawl run again.
+
+Three runs in all: about 3 minutes, most of it the killed task waiting out its heartbeat timeout and its
+retry delay.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from urllib.parse import urlsplit
+
+import psycopg2
+import pytest
+
+from stack import supervisor, workers
+from stack.airflow import JWT_SECRET_FILE, MAIN_DAG
+from stack.airflow_api import AirflowClient, admin_password
+from stack.demo import crawl_conf, run_crawl
+from stack.layout import AIRFLOW_DB, AIRFLOW_HOME, GEOWEB_DB, LOGS
+from tests.integration.test_crawl_testweb import MAX_LEVEL, describe, planted
+
+pytestmark = pytest.mark.testweb
+
+RUN_TIMEOUT = 240.0
+
+
+@dataclass(frozen=True)
+class Found:
+    """A resource as a run loaded it: its row in ``resources`` and what the run recorded for it."""
+
+    url: str
+    type: str
+    level: int  # of this run (run_resources)
+    datasets: tuple[str, ...]  # names, in document order
+    resource_id: int
+    first_seen: datetime
+    last_seen: datetime
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.url, self.type
+
+
+@dataclass(frozen=True)
+class Run:
+    run_id: str
+    state: str
+    found: dict[tuple[str, str], Found]
+    frontier: set[str]  # every URL of the run's frontier
+    seconds: float
+
+
+def query(sql: str, *args) -> list[tuple]:
+    with psycopg2.connect(GEOWEB_DB) as conn, conn.cursor() as cur:
+        cur.execute(sql, args)
+        return cur.fetchall()
+
+
+def loaded(run_id: str) -> Run:
+    rows = query(
+        "SELECT r.url, r.type, rr.level, r.id, r.first_seen, r.last_seen, "
+        "coalesce((SELECT array_agg(coalesce(d.name, '') ORDER BY d.position) FROM datasets d "
+        "WHERE d.resource_id = r.id), '{}') "
+        "FROM run_resources rr JOIN resources r ON r.id = rr.resource_id WHERE rr.run_id = %s",
+        run_id,
+    )
+    found = {}
+    for url, type_, level, id_, first, last, names in rows:
+        assert (url, type_) not in found, f"{type_} {url} loaded twice by run {run_id}"
+        found[(url, type_)] = Found(url, type_, level, tuple(names), id_, first, last)
+    frontier = {url for (url,) in query("SELECT url FROM frontier WHERE run_id = %s", run_id)}
+    return Run(run_id, "", found, frontier, 0.0)
+
+
+def crawl(client: AirflowClient, conf: dict) -> Run:
+    started = time.monotonic()
+    run_id, state = run_crawl(client, conf, timeout=RUN_TIMEOUT)
+    run = loaded(run_id)
+    return Run(run_id, state, run.found, run.frontier, time.monotonic() - started)
+
+
+def executed() -> dict[str, int]:
+    """Celery tasks each worker has executed since it started."""
+    return {
+        name: sum(stats.get("total", {}).values()) for name, stats in workers.answering(timeout=2).items()
+    }
+
+
+@pytest.fixture(scope="module")
+def first_run(stack, testweb) -> tuple[Run, dict[str, int]]:
+    """The crawl of the test web, and how many tasks each worker ran for it."""
+    before = executed()
+    run = crawl(stack, crawl_conf(testweb))
+    after = executed()
+    return run, {name: after[name] - before[name] for name in workers.NAMES}
+
+
+def test_the_run_succeeds_with_tasks_on_both_workers(first_run):
+    run, tasks_by_worker = first_run
+    print(f"\nfirst run: {run.seconds:.0f} s, tasks per worker {tasks_by_worker}")
+    assert run.state == "success"
+    assert all(n > 0 for n in tasks_by_worker.values()), tasks_by_worker
+
+
+def test_postgis_holds_every_linked_resource_and_nothing_else(testweb, first_run):
+    run, _ = first_run
+    expected = planted(testweb, "links")
+    assert expected
+    missing = [expected[key] for key in sorted(set(expected) - set(run.found))]
+    assert not missing, f"{len(missing)} of {len(expected)} linked resources not loaded:\n{describe(missing)}"
+    allowed = planted(testweb, "links", "catalogue")
+    wrong = [f"  {f.type:9} {f.url}" for f in run.found.values() if f.key not in allowed]
+    assert not wrong, "loaded but not planted within reach:\n" + "\n".join(wrong)
+
+
+def test_levels_and_datasets_are_the_ground_truth(testweb, first_run):
+    run, _ = first_run
+    wrong = []
+    for key, truth in planted(testweb, "links").items():
+        found = run.found[key]
+        names = {name.rpartition(":")[2] for name in found.datasets}
+        if found.level != truth["level"]:
+            wrong.append(f"  {found.type:9} {found.url}: level {found.level}, planted at {truth['level']}")
+        if found.type != "CSW" and not set(truth["datasets"]) <= names:  # a catalogue's records are not rows
+            wrong.append(f"  {found.type:9} {found.url}: datasets {sorted(names)} lack {truth['datasets']}")
+    assert not wrong, "\n".join(wrong)
+    assert max(f.level for f in run.found.values()) <= MAX_LEVEL
+
+
+# The test web's level 2 holds the MapServer endpoints, probed with many requests: its shards last longest.
+LONG_LEVEL = "crawl_level_2"
+
+
+def _long_crawl_task(client: AirflowClient, run_id: str) -> tuple[str, dict] | None:
+    """(worker, task instance) of the run's latest started LONG_LEVEL shard, while it runs."""
+    running = [t for t in client.task_instances(MAIN_DAG, run_id) if t["task_id"] == LONG_LEVEL]
+    running = sorted((t for t in running if t["state"] == "running"), key=lambda t: t["start_date"])
+    for ti in reversed(running):
+        for name in workers.NAMES:
+            if any(ti["id"] in json.dumps(task.get("args")) for task in workers.active(name, timeout=0.5)):
+                return name, ti
+    return None
+
+
+def test_a_worker_killed_mid_crawl_loses_nothing(stack, testweb, first_run):
+    """SIGKILL a worker's whole process tree while it crawls, start it again: the scheduler fails the task
+    after its heartbeat timeout, retries it, and the run ends with exactly the first run's rows."""
+    first, _ = first_run
+    slow = crawl_conf(testweb) | {"per_host_delay": 0.5}  # shards of several seconds, to be caught running
+    stack.unpause(MAIN_DAG)
+    run_id = stack.trigger(MAIN_DAG, slow)
+    deadline = time.monotonic() + RUN_TIMEOUT
+    while (hit := _long_crawl_task(stack, run_id)) is None:
+        assert time.monotonic() < deadline, f"no {LONG_LEVEL} task was ever seen running"
+        time.sleep(0.2)
+    victim, killed = hit
+    killed_at = time.monotonic()
+    assert supervisor.kill(workers.BY_NAME[victim])
+    workers.start((victim,))
+    state = stack.wait(MAIN_DAG, run_id, RUN_TIMEOUT)
+    print(f"\nkilled {victim} running {killed['task_id']}[{killed['map_index']}]; the run ended "
+          f"{time.monotonic() - killed_at:.0f} s later: {state}")  # fmt: skip
+    assert state == "success"
+    (retried,) = [
+        t for t in stack.task_instances(MAIN_DAG, run_id)
+        if (t["task_id"], t["map_index"]) == (killed["task_id"], killed["map_index"])
+    ]  # fmt: skip
+    assert retried["try_number"] > killed["try_number"], "the killed task was not retried"
+    run = loaded(run_id)
+    assert {(f.key, f.level, f.datasets) for f in run.found.values()} == {
+        (f.key, f.level, f.datasets) for f in first.found.values()
+    }
+    assert run.frontier == first.frontier, f"URLs lost: {sorted(first.frontier - run.frontier)}"
+
+
+def dataset_rows(resource_ids: list[int]) -> dict[int, int]:
+    rows = query(
+        "SELECT resource_id, count(*) FROM datasets WHERE resource_id = ANY(%s) GROUP BY 1", resource_ids
+    )
+    return dict(rows)
+
+
+def test_the_same_crawl_again_duplicates_no_row(stack, testweb, first_run):
+    """A new run of the same crawl updates the rows the first run loaded: same ids, same dataset rows,
+    first_seen kept, last_seen moved on. (Counted per resource: other DAGs may load other rows meanwhile.)"""
+    first, _ = first_run
+    ids = [found.resource_id for found in first.found.values()]
+    datasets_before = dataset_rows(ids)
+    again = crawl(stack, crawl_conf(testweb))
+    print(f"\nthe same crawl again: {again.seconds:.0f} s")
+    assert again.state == "success"
+    assert set(again.found) == set(first.found)
+    assert dataset_rows(ids) == datasets_before
+    for key, found in again.found.items():
+        assert query("SELECT count(*) FROM resources WHERE url = %s AND type = %s", *key) == [(1,)]
+        assert found.resource_id == first.found[key].resource_id
+        assert found.first_seen == first.found[key].first_seen, f"{key}: first_seen changed"
+        assert found.last_seen > first.found[key].last_seen, f"{key}: last_seen not updated"
+
+
+def test_no_secret_reaches_a_log(first_run):
+    """The admin password, the token key and the database passwords appear in no service or task log."""
+    run, _ = first_run
+    secrets = {
+        "admin password": admin_password(),
+        "JWT secret": JWT_SECRET_FILE.read_text(),
+        "geoweb_db password": urlsplit(GEOWEB_DB).password,
+        "airflow database password": urlsplit(AIRFLOW_DB).password,
+    }
+    task_logs = list((AIRFLOW_HOME / "logs" / f"dag_id={MAIN_DAG}" / f"run_id={run.run_id}").rglob("*.log"))
+    assert task_logs
+    for log in [*LOGS.glob("*.out"), *task_logs]:
+        text = log.read_text(errors="replace")
+        leaked = [name for name, secret in secrets.items() if secret in text]
+        assert not leaked, f"{log.name}: {leaked}"
