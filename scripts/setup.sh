@@ -11,6 +11,7 @@ APT_PACKAGES=(
   procps curl  # process and HTTP tools of the start/stop scripts
   postgresql postgresql-15-postgis-3 redis-server  # the results store and the Celery broker
   docker-compose  # checks docker/compose.yaml (`docker-compose config`); no engine runs here
+  chromium  # the GeoHub page's end-to-end test, headless
 )
 
 bash scripts/apt-ensure.sh "${APT_PACKAGES[@]}"

@@ -1,0 +1,120 @@
+"""What a search asks for, checked before it reaches the database: a request from the web is hostile input."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from geoweb.errors import GeowebError
+
+MAX_TEXT = 500  # characters of a query
+MAX_TYPES = 20
+MAX_NAME = 250  # characters of a type or run id
+MAX_LIMIT = 100
+MAX_OFFSET = 10_000  # deeper pages cost a scan of everything before them: narrow the search instead
+DEFAULT_LIMIT = 20
+
+Box = tuple[float, float, float, float]  # west, south, east, north in WGS84 degrees
+
+# One word holding an address's punctuation (a URL, a host name, a path): searched also as the phrase of its
+# words, which is how URLs are indexed (migration 0005).
+_ADDRESS = re.compile(r"\S*[./:]\S*")
+
+
+class InvalidSearch(GeowebError):
+    """Raised for a search parameter out of range or malformed; the message names the parameter."""
+
+    reason = "invalid_search"
+    user_msg = "The search parameters are not valid"
+
+
+@dataclass(frozen=True, slots=True)
+class SearchQuery:
+    """A checked search: free text, resource types, a box (west > east crosses the antimeridian), the run
+    and level that found a resource, and a page. Build it with ``SearchQuery.checked``."""
+
+    text: str = ""
+    types: tuple[str, ...] = ()
+    bbox: Box | None = None
+    run: str | None = None
+    level: int | None = None
+    limit: int = DEFAULT_LIMIT
+    offset: int = 0
+
+    @classmethod
+    def checked(
+        cls,
+        text: str | None = None,
+        types: Iterable[str] = (),
+        bbox: str | Box | None = None,
+        run: str | None = None,
+        level: int | None = None,
+        limit: int = DEFAULT_LIMIT,
+        offset: int = 0,
+    ) -> SearchQuery:
+        """The query, or InvalidSearch naming the first bad parameter."""
+        text = " ".join(_text(text or "", "q", MAX_TEXT).split())
+        names = [_text(t, "type", MAX_NAME).strip().upper() for t in types]
+        if len(names) > MAX_TYPES:
+            raise InvalidSearch(f"type: at most {MAX_TYPES} types")
+        run = _text(run, "run", MAX_NAME) if run else None
+        if level is not None and not 0 <= level <= 1000:
+            raise InvalidSearch("level: must be between 0 and 1000")
+        if not 1 <= limit <= MAX_LIMIT:
+            raise InvalidSearch(f"limit: must be between 1 and {MAX_LIMIT}")
+        if not 0 <= offset <= MAX_OFFSET:
+            raise InvalidSearch(f"offset: must be between 0 and {MAX_OFFSET}")
+        box = parse_bbox(bbox) if isinstance(bbox, str) else bbox
+        if box is not None:
+            _check_box(box)
+        return cls(text, tuple(sorted(set(filter(None, names)))), box, run, level, limit, offset)
+
+    @property
+    def is_address(self) -> bool:
+        """Whether the text is one address (``data.example.org``, a pasted URL) rather than words."""
+        return bool(_ADDRESS.fullmatch(self.text))
+
+    def boxes(self) -> list[Box]:
+        """The box as boxes that do not cross the antimeridian (two when it does)."""
+        if self.bbox is None:
+            return []
+        west, south, east, north = self.bbox
+        if west <= east:
+            return [self.bbox]
+        return [(west, south, 180.0, north), (-180.0, south, east, north)]
+
+
+def _text(value: str | None, name: str, limit: int) -> str:
+    if value is None:
+        return ""
+    if len(value) > limit:
+        raise InvalidSearch(f"{name}: at most {limit} characters")
+    if "\x00" in value:  # PostgreSQL text cannot hold NUL
+        raise InvalidSearch(f"{name}: contains a NUL character")
+    return value
+
+
+def parse_bbox(value: str) -> Box | None:
+    """``west,south,east,north`` in degrees; an empty string is no box."""
+    if not value.strip():
+        return None
+    parts = value.split(",")
+    if len(parts) != 4:
+        raise InvalidSearch("bbox: must be west,south,east,north in degrees")
+    try:
+        west, south, east, north = (float(p) for p in parts)
+    except ValueError:
+        raise InvalidSearch("bbox: must be four numbers: west,south,east,north") from None
+    return west, south, east, north
+
+
+def _check_box(box: Box) -> None:
+    west, south, east, north = box
+    if not all(math.isfinite(v) for v in box):
+        raise InvalidSearch("bbox: numbers must be finite")
+    if not (-180 <= west <= 180 and -180 <= east <= 180):
+        raise InvalidSearch("bbox: longitudes must be between -180 and 180")
+    if not -90 <= south <= north <= 90:
+        raise InvalidSearch("bbox: latitudes must be between -90 and 90, south not above north")

@@ -1,0 +1,189 @@
+"""The GeoHub app: the search page (``/``), its static files, and the JSON API under ``/api``, every route
+behind Airflow's authentication. OpenAPI at ``/openapi.json``.
+
+Titles and abstracts come from strangers' servers: the API returns them as JSON data and the page inserts
+them as text only; a strict Content-Security-Policy forbids inline and foreign scripts, styles and
+connections, so even a slip could not run a script or send data elsewhere.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import Depends, FastAPI, HTTPException, Query, Request, status
+from fastapi import Path as PathParam
+from fastapi.exception_handlers import http_exception_handler
+from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from geohub.access import geohub_user, login_url
+from geohub.harvest_db import database
+from geoweb.search import (
+    InvalidSearch,
+    ResourceDetail,
+    RunEntry,
+    SearchPage,
+    SearchQuery,
+    SearchUnavailable,
+    TypeCount,
+    resource_detail,
+    runs,
+    search,
+    type_counts,
+)
+from geoweb.search.query import DEFAULT_LIMIT, MAX_LIMIT, MAX_NAME, MAX_OFFSET, MAX_TEXT
+
+log = logging.getLogger("geoweb.geohub")
+
+STATIC = Path(__file__).parent / "static"
+MEDIA_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".png": "image/png",
+    ".svg": "image/svg+xml",
+    ".geojson": "application/geo+json",
+    ".txt": "text/plain; charset=utf-8",
+}
+# Scripts, styles, images and requests from GeoHub itself only; no inline code, no plugins, no foreign
+# framing (the Airflow UI on the same origin embeds the page).
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'self'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "private, no-store",  # search results are behind a login; the files are small
+}
+MAX_ID = 2**63 - 1  # resource ids are bigint
+
+User = Annotated[object, Depends(geohub_user)]
+
+
+def _static_files() -> dict[str, Path]:
+    """The files the page may load, by their path under static/: nothing else can be asked for."""
+    return {
+        p.relative_to(STATIC).as_posix(): p
+        for p in STATIC.rglob("*")
+        if p.is_file() and p.suffix in MEDIA_TYPES
+    }
+
+
+def create_app() -> FastAPI:
+    app = FastAPI(
+        title="GeoHub",
+        version="1",
+        description="Search the OGC services, KML files and shapefiles GeoWeb Harvester discovered. Every "
+        "route needs an Airflow login: the UI's session cookie, or `Authorization: Bearer` with a token "
+        "from Airflow's `POST /auth/token`.",
+        docs_url=None,  # Swagger UI would load its scripts from a CDN
+        redoc_url=None,
+        openapi_url=None,  # served below, behind the login
+    )
+    files = _static_files()
+
+    @app.middleware("http")
+    async def security_headers(request: Request, call_next) -> Response:
+        response = await call_next(request)
+        response.headers.update(SECURITY_HEADERS)
+        return response
+
+    @app.exception_handler(StarletteHTTPException)
+    async def login_first(request: Request, exc: StarletteHTTPException) -> Response:
+        """A browser opening the page without a login goes to Airflow's login page and comes back."""
+        if exc.status_code == status.HTTP_401_UNAUTHORIZED and request.scope.get("endpoint") is page:
+            return RedirectResponse(login_url(request.url.path), status.HTTP_303_SEE_OTHER)
+        return await http_exception_handler(request, exc)
+
+    @app.exception_handler(InvalidSearch)
+    async def invalid_search(request: Request, exc: InvalidSearch) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status.HTTP_422_UNPROCESSABLE_CONTENT)
+
+    @app.exception_handler(SearchUnavailable)
+    async def unavailable(request: Request, exc: SearchUnavailable) -> JSONResponse:
+        log.error("GeoHub %s: %s", request.url.path, exc)
+        return JSONResponse({"detail": exc.user_msg}, status.HTTP_503_SERVICE_UNAVAILABLE)
+
+    @app.get("/", include_in_schema=False)
+    def page(user: User) -> FileResponse:
+        return FileResponse(STATIC / "index.html", media_type=MEDIA_TYPES[".html"])
+
+    @app.get("/static/{name:path}", include_in_schema=False)
+    def static(name: str, user: User) -> FileResponse:
+        path = files.get(name)
+        if path is None:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, "no such file")
+        return FileResponse(path, media_type=MEDIA_TYPES[path.suffix])
+
+    @app.get("/openapi.json", include_in_schema=False)
+    def openapi(user: User) -> dict:
+        return app.openapi()
+
+    @app.get("/api/search", response_model=SearchPage, summary="Search the discovered resources")
+    def search_resources(
+        user: User,
+        q: Annotated[
+            str,
+            Query(
+                max_length=MAX_TEXT,
+                description='Words, in web-search syntax (`"a phrase"`, `or`, `-word`), matched against '
+                "titles, abstracts, keywords, URLs, the search keyword that led to a resource and the pages "
+                "that linked to it; results ranked by relevance. An address (`data.example.org`, a URL) "
+                "matches URLs containing it. Empty: every resource, newest first.",
+            ),
+        ] = "",
+        type: Annotated[
+            list[str], Query(description="Resource types (WMS, WFS, KML, ...); repeat for several.")
+        ] = [],  # noqa: B006  (FastAPI copies defaults)
+        bbox: Annotated[
+            str | None,
+            Query(
+                max_length=200,
+                description="west,south,east,north in WGS84 degrees: resources whose box or any dataset's "
+                "footprint intersects it. West above east crosses the antimeridian.",
+            ),
+        ] = None,
+        run: Annotated[
+            str | None, Query(max_length=MAX_NAME, description="Only resources this run found.")
+        ] = None,
+        level: Annotated[
+            int | None, Query(ge=0, le=1000, description="Only resources found at this link depth.")
+        ] = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
+        offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+    ) -> SearchPage:
+        """A page of resources matching every filter given; `next_offset` is null on the last page."""
+        query = SearchQuery.checked(q, type, bbox, run, level, limit, offset)
+        with database.connection() as conn:
+            return search(conn, query)
+
+    @app.get(
+        "/api/resources/{resource_id}",
+        response_model=ResourceDetail,
+        summary="A resource with its datasets",
+        responses={404: {"description": "No such resource"}},
+    )
+    def resource(resource_id: Annotated[int, PathParam(ge=1, le=MAX_ID)], user: User) -> ResourceDetail:
+        """The resource, its datasets in document order with their footprints (GeoJSON), and the runs that
+        found it."""
+        with database.connection() as conn:
+            detail = resource_detail(conn, resource_id)
+        if detail is None:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, f"no resource {resource_id}")
+        return detail
+
+    @app.get("/api/runs", response_model=list[RunEntry], summary="The harvest runs, newest first")
+    def list_runs(user: User) -> list[RunEntry]:
+        with database.connection() as conn:
+            return runs(conn)
+
+    @app.get("/api/types", response_model=list[TypeCount], summary="Resource types with their counts")
+    def list_types(user: User) -> list[TypeCount]:
+        with database.connection() as conn:
+            return type_counts(conn)
+
+    return app

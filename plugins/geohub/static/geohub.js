@@ -1,0 +1,272 @@
+// GeoHub search page. Everything shown comes from strangers' servers: it is inserted as text (textContent,
+// never innerHTML), and only http(s) addresses become links.
+"use strict";
+
+(function () {
+  const PAGE_SIZE = 20;
+  const MAX_LEVEL = 10; // levels offered in the filter
+  const $ = (id) => document.getElementById(id);
+
+  // --- DOM helpers -----------------------------------------------------------------------------------------
+
+  // An element with attributes and children; strings become text nodes.
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [name, value] of Object.entries(attrs || {})) {
+      if (value !== null && value !== undefined) node.setAttribute(name, value);
+    }
+    for (const child of children) {
+      if (child === null || child === undefined) continue;
+      node.append(typeof child === "string" ? document.createTextNode(child) : child);
+    }
+    return node;
+  }
+
+  // A link for http(s) addresses only (no javascript: or data: URLs); anything else stays text.
+  function link(url, text) {
+    if (typeof url !== "string" || !/^https?:\/\//i.test(url)) return document.createTextNode(text || url || "");
+    return el("a", { href: url, target: "_blank", rel: "noopener noreferrer" }, text || url);
+  }
+
+  function setStatus(text, isError) {
+    const status = $("status");
+    status.textContent = text;
+    status.classList.toggle("error", Boolean(isError));
+  }
+
+  // --- API -------------------------------------------------------------------------------------------------
+
+  async function api(path) {
+    const response = await fetch(path, { credentials: "same-origin", headers: { Accept: "application/json" } });
+    if (response.status === 401) throw new Error("Your Airflow login has expired: reload the page to log in.");
+    if (!response.ok) {
+      let detail = response.statusText;
+      try {
+        const body = await response.json();
+        detail = typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail);
+      } catch (ignored) {
+        // not JSON: keep the status text
+      }
+      throw new Error(`${response.status}: ${detail}`);
+    }
+    return response.json();
+  }
+
+  // --- map -------------------------------------------------------------------------------------------------
+
+  const map = L.map("map", { worldCopyJump: true, minZoom: 1 }).setView([20, 0], 2);
+  map.attributionControl.addAttribution("Natural Earth");
+  const footprintStyle = { color: "#2f6fdb", weight: 1, fillOpacity: 0.08 };
+  const selectedStyle = { color: "#d9480f", weight: 2, fillOpacity: 0.15 };
+  const results = L.geoJSON(null, {
+    style: () => footprintStyle,
+    pointToLayer: (feature, latlng) => L.circleMarker(latlng, { radius: 5 }),
+  }).addTo(map);
+  const datasets = L.geoJSON(null, {
+    style: () => selectedStyle,
+    pointToLayer: (feature, latlng) => L.circleMarker(latlng, { radius: 4, color: selectedStyle.color }),
+  }).addTo(map);
+
+  api("static/world.geojson")
+    .then((world) => {
+      L.geoJSON(world, {
+        interactive: false,
+        style: { color: "#9aa5b1", weight: 0.7, fillColor: "#fdfdf8", fillOpacity: 1 },
+      }).addTo(map).bringToBack();
+    })
+    .catch((error) => setStatus(`Base map: ${error.message}`, true));
+
+  function wrapLongitude(x) {
+    return x >= -180 && x <= 180 ? x : ((((x + 180) % 360) + 360) % 360) - 180;
+  }
+
+  // The visible area as west,south,east,north in degrees; west > east when it crosses the antimeridian.
+  function visibleBox() {
+    const b = map.getBounds();
+    const round = (x) => Math.round(x * 1e5) / 1e5;
+    const south = Math.max(-90, b.getSouth());
+    const north = Math.min(90, b.getNorth());
+    if (b.getEast() - b.getWest() >= 360) return [-180, south, 180, north].map(round);
+    return [wrapLongitude(b.getWest()), south, wrapLongitude(b.getEast()), north].map(round);
+  }
+
+  // --- search ----------------------------------------------------------------------------------------------
+
+  let offset = 0;
+  let searchNumber = 0; // answers to older searches are dropped
+
+  function searchParams() {
+    const params = new URLSearchParams();
+    const text = $("q").value.trim();
+    if (text) params.set("q", text);
+    for (const box of document.querySelectorAll("#types input:checked")) params.append("type", box.value);
+    if ($("run").value) params.set("run", $("run").value);
+    if ($("level").value) params.set("level", $("level").value);
+    if ($("in-view").checked) params.set("bbox", visibleBox().join(","));
+    params.set("limit", PAGE_SIZE);
+    params.set("offset", offset);
+    return params;
+  }
+
+  async function runSearch() {
+    const number = ++searchNumber;
+    setStatus("Searching…");
+    try {
+      const page = await api(`api/search?${searchParams()}`);
+      if (number !== searchNumber) return;
+      showResults(page);
+    } catch (error) {
+      if (number === searchNumber) setStatus(error.message, true);
+    }
+  }
+
+  function search(fromStart) {
+    if (fromStart) offset = 0;
+    showDetail(false);
+    runSearch();
+  }
+
+  function showResults(page) {
+    const hits = $("hits");
+    hits.replaceChildren();
+    results.clearLayers();
+    for (const hit of page.results) {
+      const item = hitItem(hit);
+      hits.append(item);
+      if (hit.footprint) {
+        const shape = L.geoJSON(hit.footprint, {
+          style: () => footprintStyle,
+          pointToLayer: (feature, latlng) => L.circleMarker(latlng, { radius: 5 }),
+        });
+        // an element, not a string: Leaflet would set a string as HTML
+        shape.bindTooltip(el("span", null, hit.title || hit.url), { sticky: true });
+        shape.on("click", () => openDetail(hit.id));
+        results.addLayer(shape);
+      }
+    }
+    const first = page.offset + 1;
+    const last = page.offset + page.results.length;
+    const where = $("in-view").checked ? " in the map area" : "";
+    setStatus(page.results.length ? `Results ${first}–${last}${page.next_offset === null ? "" : " of more"}${where}` :
+      `Nothing found${where}.`);
+    $("previous").disabled = page.offset === 0;
+    $("next").disabled = page.next_offset === null;
+  }
+
+  function hitItem(hit) {
+    const title = el("button", { type: "button", class: "title" }, hit.title || hit.url);
+    title.addEventListener("click", () => openDetail(hit.id));
+    const datasetsText = `${hit.datasets} dataset${hit.datasets === 1 ? "" : "s"}`;
+    return el(
+      "li",
+      { "data-id": String(hit.id) },
+      el("div", null, el("span", { class: "type" }, hit.type), title),
+      el("div", { class: "url" }, link(hit.url)),
+      el(
+        "div",
+        { class: "meta" },
+        datasetsText,
+        hit.capabilities_url ? link(hit.capabilities_url, hit.type === "KML" || hit.type === "SHAPEFILE" ? "File" :
+          "Capabilities") : null,
+        hit.provider ? ` · ${hit.provider}` : null,
+      ),
+      hit.abstract ? el("p", { class: "abstract" }, hit.abstract) : null,
+    );
+  }
+
+  // --- detail ----------------------------------------------------------------------------------------------
+
+  function showDetail(visible) {
+    $("detail").hidden = !visible;
+    $("results").hidden = visible;
+    if (!visible) datasets.clearLayers();
+  }
+
+  function boxText(geometry) {
+    if (!geometry) return "";
+    const bounds = L.geoJSON(geometry).getBounds();
+    return [bounds.getWest(), bounds.getSouth(), bounds.getEast(), bounds.getNorth()].map((x) => x.toFixed(2)).join(" ");
+  }
+
+  async function openDetail(id) {
+    setStatus("Loading…");
+    let resource;
+    try {
+      resource = await api(`api/resources/${encodeURIComponent(id)}`);
+    } catch (error) {
+      setStatus(error.message, true);
+      return;
+    }
+    for (const item of document.querySelectorAll("#hits li")) item.classList.toggle("selected", item.dataset.id === String(id));
+    $("detail-title").textContent = resource.title || resource.url;
+    const fields = [
+      ["Type", `${resource.type}${resource.version ? " " + resource.version : ""}`],
+      ["URL", link(resource.url)],
+      ["Capabilities", resource.capabilities_url ? link(resource.capabilities_url) : null],
+      ["Provider", resource.provider],
+      ["Abstract", resource.abstract],
+      ["Keywords", resource.keywords.join(", ")],
+      ["Found on", resource.source_page ? link(resource.source_page) : null],
+      ["Search keyword", resource.keyword],
+      ["Level", resource.level === null ? null : String(resource.level)],
+      ["Runs", resource.runs.map((r) => `${r.run_id} (level ${r.level})`).join(", ")],
+      ["First seen", resource.first_seen],
+      ["Last seen", resource.last_seen],
+    ];
+    $("detail-fields").replaceChildren(
+      ...fields.filter(([, value]) => value).flatMap(([name, value]) => [el("dt", null, name), el("dd", null, value)]),
+    );
+    const shown = resource.datasets.length;
+    $("datasets-heading").textContent = shown === resource.datasets_total ? `Datasets (${shown})` :
+      `Datasets (first ${shown} of ${resource.datasets_total})`;
+    const rows = resource.datasets.map((d) =>
+      el("tr", null, el("td", null, String(d.position + 1)), el("td", null, d.name || ""), el("td", null, d.title || ""),
+        el("td", null, d.keywords.join(", ")), el("td", null, boxText(d.footprint))));
+    $("datasets").tBodies[0].replaceChildren(...rows);
+    datasets.clearLayers();
+    for (const d of resource.datasets) if (d.footprint) datasets.addData(d.footprint);
+    showDetail(true);
+    setStatus("");
+  }
+
+  // --- filters ---------------------------------------------------------------------------------------------
+
+  async function loadFilters() {
+    const [types, runs] = await Promise.all([api("api/types"), api("api/runs")]);
+    $("types").replaceChildren(
+      ...types.map((t) => {
+        const box = el("input", { type: "checkbox", value: t.type });
+        box.addEventListener("change", () => search(true));
+        return el("label", null, box, ` ${t.type} (${t.resources})`);
+      }),
+    );
+    for (const run of runs) $("run").append(el("option", { value: run.run_id }, `${run.run_id} (${run.resources})`));
+    for (let level = 0; level <= MAX_LEVEL; level++) $("level").append(el("option", { value: String(level) }, String(level)));
+  }
+
+  // --- wiring ----------------------------------------------------------------------------------------------
+
+  let moveTimer = null;
+  map.on("moveend", () => {
+    if (!$("in-view").checked) return;
+    clearTimeout(moveTimer);
+    moveTimer = setTimeout(() => search(true), 250);
+  });
+  $("search").addEventListener("submit", (event) => {
+    event.preventDefault();
+    search(true);
+  });
+  for (const id of ["run", "level", "in-view"]) $(id).addEventListener("change", () => search(true));
+  $("previous").addEventListener("click", () => {
+    offset = Math.max(0, offset - PAGE_SIZE);
+    search(false);
+  });
+  $("next").addEventListener("click", () => {
+    offset += PAGE_SIZE;
+    search(false);
+  });
+  $("back").addEventListener("click", () => showDetail(false));
+
+  loadFilters().catch((error) => setStatus(error.message, true));
+  search(true);
+})();

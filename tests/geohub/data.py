@@ -1,0 +1,124 @@
+"""What the GeoHub tests search: resources loaded through the store as two harvest runs would load them, with
+known places, words and sources, and hostile titles, abstracts and URLs (script injection)."""
+
+from __future__ import annotations
+
+from geoweb.crawl import Page
+from geoweb.models import Dataset, Resource
+from geoweb.store import Store
+
+SITE = "http://geoportal.example"
+PORTAL = "http://portal.example.org"
+RUN_1, RUN_2 = "run-1", "run-2"
+SCRIPT = '<script>document.title="pwned"</script><img src=x onerror="document.title=\'pwned\'">'
+HOSTILE_TITLE = f"Flood zones {SCRIPT}"
+HOSTILE_ABSTRACT = f'<b onmouseover="alert(1)">bold</b> flood {SCRIPT}'
+HOSTILE_URL = "javascript:document.title='pwned'//flood.kml"
+
+TAIWAN = (119.5, 21.5, 122.5, 25.5)
+SWITZERLAND = (5.9, 45.8, 10.5, 47.8)
+SAHARA = (-5.0, 15.0, 5.0, 25.0)
+FIJI = (177.0, -19.0, -179.0, -16.0)  # across the antimeridian
+
+
+def layer(name: str, title: str | None, bbox, keywords=()) -> Dataset:
+    return Dataset(name=name, title=title, bbox=bbox, keywords=list(keywords))
+
+
+RIVERS = Resource(
+    url=f"{SITE}/cgi-bin/mapserv?map=rivers.map",
+    type="WMS",
+    version="1.3.0",
+    title="Rivers and lakes of Taiwan",
+    abstract="Hydrography from the water agency: rivers, lakes and reservoirs.",
+    keywords=["hydrology", "河川"],
+    provider="Water Agency",
+    datasets=[
+        layer("rivers", "Rivers", (121.0, 24.8, 121.8, 25.3)),
+        layer("reservoirs", "Reservoirs", (120.2, 22.5, 120.8, 23.2)),
+    ],
+    bbox=(120.0, 22.0, 122.0, 25.4),
+)
+PARCELS = Resource(
+    url=f"{SITE}/wfs",
+    type="WFS",
+    version="2.0.0",
+    title="Parcels of Bern",
+    abstract="Cadastral parcels.",
+    keywords=["cadastre"],
+    datasets=[layer("parcels", "Parcels", (7.3, 46.9, 7.5, 47.0))],
+    bbox=(7.3, 46.9, 7.5, 47.0),
+)
+# Without a box of its own: found by its words, never by a box.
+STATIONS = Resource(
+    url=f"{SITE}/sos",
+    type="SOS",
+    version="2.0.0",
+    title="Desert weather stations",
+    abstract="Temperature and wind observations.",
+    datasets=[layer("north", "North stations", (-1.0, 19.0, 1.0, 21.0)), layer("none", "No place", None)],
+)
+ISLANDS = Resource(
+    url=f"{SITE}/islands.zip",
+    type="SHAPEFILE",
+    title="Islands of Fiji",
+    abstract="Coastlines.",
+    datasets=[layer("islands", None, FIJI)],
+    bbox=FIJI,
+)
+HOSTILE = Resource(
+    url=HOSTILE_URL,
+    type="KML",
+    title=HOSTILE_TITLE,
+    abstract=HOSTILE_ABSTRACT,
+    keywords=[SCRIPT],
+    datasets=[layer(SCRIPT, SCRIPT, (120.5, 23.0, 121.0, 23.5), keywords=[SCRIPT])],
+    bbox=(120.5, 23.0, 121.0, 23.5),
+)
+# More datasets than a detail lists.
+ARCHIVE = Resource(
+    url=f"{SITE}/wcs",
+    type="WCS",
+    title="Coverage archive",
+    datasets=[layer(f"coverage{i}", None, None) for i in range(1001)],
+)
+# Many resources in Switzerland, to page through.
+ALPINE = [
+    Resource(
+        url=f"{SITE}/alps/{i}/wms",
+        type="WMS",
+        title=f"Alpine lake survey {i:02d}",
+        datasets=[layer(f"lake{i}", f"Lake {i}", (7.0 + i * 0.05, 46.0, 7.1 + i * 0.05, 46.1))],
+        bbox=(7.0 + i * 0.05, 46.0, 7.1 + i * 0.05, 46.1),
+    )
+    for i in range(25)
+]
+ALL = [RIVERS, PARCELS, STATIONS, ISLANDS, HOSTILE, ARCHIVE, *ALPINE]
+
+
+def found(resource: Resource, source: str, level: int) -> Page:
+    """The crawl's page of a resource: its own URL, fetched from a link on ``source``."""
+    return Page(resource.url, source, level, [resource])
+
+
+def load(dsn: str) -> None:
+    """run-1 finds the rivers WMS and the parcels WFS on a portal's catalogue page, which the search keyword
+    "hydrography" led to; run-2 finds everything from the site's map page, the stations and the hostile KML
+    a level deeper."""
+    catalogue, maps, more = f"{PORTAL}/catalogue.html", f"{SITE}/maps.html", f"{SITE}/more/index.html"
+    with Store(dsn) as store:
+        store.begin_run(RUN_1, {})
+        pages = [found(r, catalogue, 1) for r in (RIVERS, PARCELS)]
+        store.commit_pages(RUN_1, pages, 1, keyword_of={p.url: "hydrography" for p in pages})
+        store.end_run(RUN_1, "success", {})
+        store.begin_run(RUN_2, {})
+        pages = [found(r, maps, 1) for r in (RIVERS, PARCELS, ISLANDS, ARCHIVE, *ALPINE)]
+        pages += [found(r, more, 2) for r in (STATIONS, HOSTILE)]
+        store.commit_pages(RUN_2, pages, 1, keyword_of={})
+        store.end_run(RUN_2, "success", {})
+
+
+def resource_id(dsn: str, resource: Resource) -> int:
+    with Store(dsn) as store, store.conn.cursor() as cur:
+        cur.execute("SELECT id FROM resources WHERE url = %s AND type = %s", resource.key)
+        return cur.fetchone()[0]

@@ -1,0 +1,240 @@
+"""The GeoHub plugin served by a real Airflow API server, searching a real PostGIS database: Airflow's login
+in front of every route, the search and detail API, hostile input, and the page's files and headers."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.geohub import data
+
+ROUTES = ["/geohub/", "/geohub/static/geohub.js", "/geohub/openapi.json", "/geohub/api/search",
+          "/geohub/api/resources/1", "/geohub/api/runs", "/geohub/api/types"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def get(geohub_server, token):
+    """GET a GeoHub path as the logged-in admin."""
+    session = geohub_server.session(token)
+
+    def get(path: str, **params):
+        return session.get(f"{geohub_server.base_url}/geohub{path}", params=params, timeout=30)
+
+    yield get
+    session.close()
+
+
+def search(get, **params) -> dict:
+    response = get("/api/search", **params)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def titles(page: dict) -> list[str]:
+    return [hit["title"] for hit in page["results"]]
+
+
+# --- Airflow's login in front of every route ---
+
+
+@pytest.mark.parametrize("path", ROUTES)
+def test_anonymous_requests_are_refused(geohub_server, path):
+    response = geohub_server.session().get(
+        f"{geohub_server.base_url}{path}", allow_redirects=False, timeout=30
+    )
+    if path == "/geohub/":  # a browser is sent to Airflow's login page, to come back after it
+        assert response.status_code == 303
+        assert "/auth/login" in response.headers["location"]
+        assert "next=%2Fgeohub%2F" in response.headers["location"]
+    else:
+        assert response.status_code == 401
+        assert "pwned" not in response.text
+
+
+@pytest.mark.parametrize("path", ROUTES[1:])
+def test_a_forged_token_is_refused(geohub_server, path):
+    forged = "eyJhbGciOiJIUzUxMiJ9.eyJzdWIiOiJhZG1pbiJ9.c2lnbmF0dXJl"
+    response = geohub_server.session(forged).get(f"{geohub_server.base_url}{path}", timeout=30)
+    assert response.status_code == 403
+
+
+def test_the_ui_session_cookie_is_a_login(geohub_server, token):
+    session = geohub_server.session()
+    session.cookies.set("_token", token)
+    response = session.get(f"{geohub_server.base_url}/geohub/api/types", timeout=30)
+    assert response.status_code == 200
+    assert {"type": "WMS", "resources": 26} in response.json()
+
+
+def test_the_plugin_adds_a_link_to_the_ui_navigation(geohub_server, token):
+    plugins = geohub_server.session(token).get(f"{geohub_server.base_url}/api/v2/plugins", timeout=30).json()
+    (geohub,) = [p for p in plugins["plugins"] if p["name"] == "geohub"]
+    assert [(a["url_prefix"], a["name"]) for a in geohub["fastapi_apps"]] == [("/geohub", "GeoHub")]
+    (view,) = geohub["external_views"]
+    assert view["href"] == "geohub/" and view["url_route"] == "geohub" and view["nav_top_level"]
+
+
+# --- search and detail ---
+
+
+def test_a_text_search_ranks_and_describes_its_results(get):
+    page = search(get, q="rivers")
+    assert titles(page)[0] == "Rivers and lakes of Taiwan"
+    hit = page["results"][0]
+    assert hit["type"] == "WMS" and hit["datasets"] == 2 and hit["provider"] == "Water Agency"
+    assert hit["capabilities_url"] == f"{data.RIVERS.url}&service=WMS&request=GetCapabilities"
+    assert hit["footprint"]["type"] == "Polygon"
+    assert hit["keyword"] == "hydrography" and hit["source_page"] == f"{data.PORTAL}/catalogue.html"
+    assert page["next_offset"] is None
+
+
+def test_filters_combine(get):
+    in_switzerland = ",".join(map(str, data.SWITZERLAND))
+    page = search(
+        get, q="survey", type=["WMS", "WFS"], bbox=in_switzerland, run=data.RUN_2, level=1, limit=10
+    )
+    assert len(page["results"]) == 10 and page["next_offset"] == 10
+    assert all(t.startswith("Alpine lake survey") for t in titles(page))
+    assert search(get, q="survey", type="WFS")["results"] == []
+    assert search(get, q="survey", run=data.RUN_1)["results"] == []
+
+
+def test_pages_follow_each_other(get):
+    pages = [search(get, q="alpine lake", limit=10, offset=offset) for offset in (0, 10, 20)]
+    assert [p["next_offset"] for p in pages] == [10, 20, None]
+    seen = [t for p in pages for t in titles(p)]
+    assert sorted(seen) == sorted(r.title for r in data.ALPINE)
+
+
+def test_the_detail_lists_datasets_footprints_and_runs(get, geohub_dsn):
+    response = get(f"/api/resources/{data.resource_id(geohub_dsn, data.RIVERS)}")
+    assert response.status_code == 200
+    detail = response.json()
+    assert detail["title"] == data.RIVERS.title and detail["abstract"] == data.RIVERS.abstract
+    assert [(d["name"], d["footprint"]["type"]) for d in detail["datasets"]] == [
+        ("rivers", "Polygon"), ("reservoirs", "Polygon"),
+    ]  # fmt: skip
+    assert detail["datasets_total"] == 2
+    assert sorted(r["run_id"] for r in detail["runs"]) == [data.RUN_1, data.RUN_2]
+
+
+def test_an_unknown_resource_is_404(get):
+    assert get("/api/resources/999999").status_code == 404
+    assert get(f"/api/resources/{2**63}").status_code == 422  # past bigint: refused before the database
+    assert get("/api/resources/abc").status_code == 422
+
+
+def test_runs_and_types_to_filter_by(get):
+    runs = get("/api/runs").json()
+    assert [(r["run_id"], r["resources"]) for r in runs] == [(data.RUN_2, 31), (data.RUN_1, 2)]
+    types = {t["type"]: t["resources"] for t in get("/api/types").json()}
+    assert types == {"KML": 1, "SHAPEFILE": 1, "SOS": 1, "WCS": 1, "WFS": 1, "WMS": 26}
+
+
+# --- hostile input ---
+
+
+def test_hostile_titles_come_back_as_data_never_as_markup(get, geohub_dsn):
+    response = get("/api/search", q="flood zones")
+    assert response.headers["content-type"] == "application/json"
+    (hit,) = response.json()["results"]
+    assert (
+        hit["title"] == data.HOSTILE_TITLE
+    )  # as the server sent it: escaping is the page's job (textContent)
+    assert hit["capabilities_url"] is None  # a javascript: URL is never offered as a link
+    detail = get(f"/api/resources/{hit['id']}").json()
+    assert detail["abstract"] == data.HOSTILE_ABSTRACT and detail["datasets"][0]["name"] == data.SCRIPT
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"bbox": "1,2,3"}, "bbox"),
+        ({"bbox": "a,b,c,d"}, "bbox"),
+        ({"bbox": "nan,0,1,1"}, "finite"),
+        ({"bbox": "0,10,1,5"}, "latitudes"),
+        ({"bbox": "0,0,200,1"}, "longitudes"),
+        ({"q": "river\x00"}, "NUL"),
+        ({"q": "x" * 501}, "500"),
+        ({"run": "r\x00"}, "NUL"),
+        ({"limit": 0}, "limit"),
+        ({"limit": 101}, "limit"),
+        ({"offset": 10_001}, "offset"),
+        ({"level": -1}, "level"),
+        ({"type": ["T"] * 21}, "20 types"),
+    ],
+)
+def test_bad_parameters_are_refused_with_the_reason(get, params, message):
+    response = get("/api/search", **params)
+    assert response.status_code == 422
+    assert message in response.text
+
+
+@pytest.mark.parametrize(
+    "text", ["'; DROP TABLE resources; --", '"unclosed', "a & | ! <-> :*", "(((", "🌊 河川", "-", "x" * 500]
+)
+def test_any_text_is_a_search_never_an_error(get, text):
+    assert "results" in search(get, q=text)
+
+
+def test_sql_in_the_search_text_is_only_text(get):
+    search(get, q="x'); DELETE FROM resources; --")
+    assert len(search(get, limit=100)["results"]) == len(data.ALL)
+
+
+# --- the page, its files and headers ---
+
+
+def test_every_response_carries_a_strict_content_security_policy(get):
+    for path in ("/", "/static/geohub.js", "/api/search"):
+        headers = get(path).headers
+        policy = headers["content-security-policy"]
+        assert "default-src 'none'" in policy and "script-src 'self'" in policy
+        assert "unsafe-inline" not in policy and "unsafe-eval" not in policy
+        assert headers["x-content-type-options"] == "nosniff"
+
+
+@pytest.mark.parametrize(
+    ("path", "media_type"),
+    [
+        ("/", "text/html"),
+        ("/static/geohub.js", "text/javascript"),
+        ("/static/geohub.css", "text/css"),
+        ("/static/leaflet/leaflet.js", "text/javascript"),
+        ("/static/leaflet/leaflet.css", "text/css"),
+        ("/static/leaflet/images/layers.png", "image/png"),
+        ("/static/world.geojson", "application/geo+json"),
+    ],
+)
+def test_the_page_and_its_files_are_served(get, path, media_type):
+    response = get(path)
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith(media_type)
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/static/../app.py", "/static/%2e%2e/app.py", "/static/leaflet/LICENSE", "/static/", "/static/nope.js"],
+)
+def test_nothing_else_is_served(get, path):
+    assert get(path).status_code == 404
+
+
+def test_the_page_loads_scripts_from_geohub_only(get):
+    html = get("/").text
+    assert "<script>" not in html and "http" not in html.replace("http-equiv", "")
+
+
+def test_the_search_is_documented_in_openapi(get):
+    spec = get("/openapi.json").json()
+    search_op = spec["paths"]["/api/search"]["get"]
+    assert {p["name"] for p in search_op["parameters"]} == {
+        "q",
+        "type",
+        "bbox",
+        "run",
+        "level",
+        "limit",
+        "offset",
+    }
+    assert "/api/resources/{resource_id}" in spec["paths"]
+    assert "HTTPBearer" in spec["components"]["securitySchemes"]

@@ -1,0 +1,192 @@
+"""GeoHub end to end in headless Chromium: log in through Airflow's login page, search, page through results,
+meet hostile titles (shown as text, never run), filter by panning and zooming the map, open a resource's
+detail, and save a screenshot (docs/geohub.png, and a copy in the test's directory)."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import time
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from tests.geohub import data
+from tests.geohub.browser import BINARY, Chromium
+
+SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "geohub.png"
+TILE = 256  # pixels of the world at zoom 0 (Web Mercator)
+START = (20.0, 0.0, 2)  # the page's first view: latitude, longitude, zoom
+
+HITS = "[...document.querySelectorAll('#hits li')]"
+HIT_TITLES = f"{HITS}.map(li => li.querySelector('.title').textContent)"
+
+
+@pytest.fixture
+def browser(tmp_path):
+    if BINARY is None:
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    chromium = Chromium(tmp_path)
+    chromium.send("Network.enable")
+    chromium.send("Log.enable")
+    yield chromium
+    chromium.close()
+
+
+def log_in(browser: Chromium, server) -> None:
+    browser.navigate(f"{server.base_url}/geohub/")
+    browser.wait_for(
+        "location.pathname === '/auth/login' && !!document.querySelector('input[name=password]')"
+    )
+    browser.type_text("input[name=username]", server.username)
+    browser.type_text("input[name=password]", server.password)
+    browser.wait_for("!document.querySelector('button[type=submit]').disabled")
+    browser.click("button[type=submit]")
+    browser.wait_for("location.pathname === '/geohub/' && document.readyState === 'complete'")
+
+
+def search_for(browser: Chromium, text: str) -> None:
+    before = searches(browser)
+    browser.type_text("#q", text)
+    browser.press_enter()
+    wait_for_results(browser, before)
+
+
+def searches(browser: Chromium) -> list[str]:
+    """The URLs of the page's API searches so far, in order."""
+    return [
+        e["params"]["request"]["url"]
+        for e in browser.events
+        if e["method"] == "Network.requestWillBeSent"
+        and "/geohub/api/search?" in e["params"]["request"]["url"]
+    ]
+
+
+def wait_for_results(browser: Chromium, before: list[str], timeout: float = 30.0) -> str:
+    """Waits until a search newer than ``before`` is shown; returns its URL."""
+    deadline = time.monotonic() + timeout
+    while len(searches(browser)) <= len(before):  # events come in with the answers to commands: keep asking
+        assert time.monotonic() < deadline, "the page sent no new search"
+        browser.evaluate("new Promise(done => setTimeout(done, 100))")
+    browser.wait_for("/^(Results|Nothing)/.test(document.getElementById('status').textContent)")
+    return searches(browser)[-1]
+
+
+def pixel(browser: Chromium, lat: float, lon: float) -> tuple[float, float]:
+    """Where a place is on the page in the first view (Web Mercator at START's zoom around its center)."""
+    rect = browser.evaluate(
+        "(r => [r.left, r.top, r.width, r.height])(document.getElementById('map').getBoundingClientRect())"
+    )
+    center_lat, center_lon, zoom = START
+    size = TILE * 2**zoom
+
+    def world(la: float, lo: float) -> tuple[float, float]:
+        y = math.log(math.tan(math.pi / 4 + math.radians(la) / 2))
+        return (lo + 180) / 360 * size, (1 - y / math.pi) / 2 * size
+
+    (x, y), (cx, cy) = world(lat, lon), world(center_lat, center_lon)
+    return rect[0] + rect[2] / 2 + x - cx, rect[1] + rect[3] / 2 + y - cy
+
+
+def api_answer(server, token: str, url: str) -> list[int]:
+    """The ids the API gives for a search URL the page sent."""
+    response = server.session(token).get(url, timeout=30)
+    assert response.status_code == 200
+    return [hit["id"] for hit in response.json()["results"]]
+
+
+def shown_ids(browser: Chromium) -> list[int]:
+    return [int(i) for i in browser.evaluate(f"{HITS}.map(li => li.dataset.id)")]
+
+
+def inside(box: list[float], lon: float, lat: float) -> bool:
+    west, south, east, north = box
+    return south <= lat <= north and (west <= lon <= east if west <= east else lon >= west or lon <= east)
+
+
+def test_search_filter_by_map_and_detail(browser, geohub_server, token, tmp_path):
+    log_in(browser, geohub_server)
+    first = wait_for_results(browser, [])
+    assert browser.evaluate("document.title") == "GeoHub"
+    # the whole world is in view: every resource with a footprint, newest first, 20 a page
+    assert len(shown_ids(browser)) == 20 and shown_ids(browser) == api_answer(geohub_server, token, first)
+    assert browser.evaluate("document.getElementById('status').textContent") == (
+        "Results 1\u201320 of more in the map area"
+    )
+
+    # a search, and its next page
+    search_for(browser, "survey")
+    first_page = browser.evaluate(HIT_TITLES)
+    before = searches(browser)
+    browser.click("#next")
+    wait_for_results(browser, before)
+    second_page = browser.evaluate(HIT_TITLES)
+    assert (len(first_page), len(second_page)) == (20, 5)
+    assert sorted(first_page + second_page) == sorted(r.title for r in data.ALPINE)
+
+    # hostile titles, abstracts and URLs are shown as text, and nothing of them runs
+    search_for(browser, "flood zones")
+    (item,) = browser.evaluate(f"{HITS}.map(li => li.textContent)")
+    assert data.HOSTILE_TITLE in item and "document.title" in item and data.HOSTILE_URL in item
+    assert browser.evaluate("document.title") == "GeoHub"
+    assert browser.evaluate("document.querySelectorAll('script').length") == 2
+    assert browser.evaluate("document.querySelectorAll('#hits img, #hits b, #hits script').length") == 0
+    assert browser.evaluate("[...document.links].filter(a => !/^https?:/.test(a.href)).length") == 0
+
+    # no text: pan Taiwan to the middle of the map and zoom in; only what is in view remains
+    search_for(browser, "")
+    taiwan = pixel(browser, 23.7, 121.0)
+    middle = pixel(browser, *START[:2])
+    before = searches(browser)
+    browser.drag(taiwan, middle)
+    wait_for_results(browser, before)
+    before = searches(browser)
+    browser.wheel(middle, -500)
+    url = wait_for_results(browser, before)
+    box = [float(v) for v in parse_qs(urlsplit(url).query)["bbox"][0].split(",")]
+    assert inside(box, 121.0, 23.7) and not inside(box, 7.4, 46.9) and box[2] - box[0] < 60
+    assert shown_ids(browser) == api_answer(geohub_server, token, url)
+    assert set(browser.evaluate(HIT_TITLES)) == {data.RIVERS.title, data.HOSTILE_TITLE}
+    assert browser.evaluate("document.querySelectorAll('.leaflet-overlay-pane path').length") >= 2
+
+    browser.hover((5, 5))  # off the map: no tooltip in the picture
+    browser.screenshot(tmp_path / "geohub.png")
+    shutil.copyfile(tmp_path / "geohub.png", SCREENSHOT)
+
+    # a resource's detail: its datasets, drawn on the map
+    browser.evaluate(
+        f"{HITS}.find(li => li.textContent.includes({json.dumps(data.RIVERS.title)})).querySelector('.title').click()"
+    )
+    browser.wait_for("!document.getElementById('detail').hidden")
+    rows = browser.wait_for(
+        "[...document.querySelectorAll('#datasets tbody tr')].map(tr => tr.cells[1].textContent)"
+    )
+    assert rows == ["rivers", "reservoirs"]
+    assert browser.evaluate("document.getElementById('detail-title').textContent") == data.RIVERS.title
+    browser.screenshot(tmp_path / "geohub-detail.png")
+
+    # the page asked nothing of anyone but GeoHub, and broke none of its own security policy
+    requested = {
+        e["params"]["request"]["url"] for e in browser.events if e["method"] == "Network.requestWillBeSent"
+    }
+    assert all(u.startswith((geohub_server.base_url, "data:")) for u in requested), requested
+    logged = [e["params"]["entry"]["text"] for e in browser.events if e["method"] == "Log.entryAdded"]
+    assert not [t for t in logged if "Content Security Policy" in t or "Refused" in t], logged
+
+
+def test_the_airflow_ui_links_to_geohub_and_shows_it(browser, geohub_server):
+    log_in(browser, geohub_server)
+    browser.navigate(f"{geohub_server.base_url}/")
+    link = "[...document.querySelectorAll('a')].find(a => a.textContent.trim() === 'GeoHub' || a.title === 'GeoHub')"
+    href = browser.wait_for(f"(a => a && a.getAttribute('href'))({link})")
+    assert href.endswith("plugin/geohub")
+    browser.evaluate(f"{link}.click()")
+    # the page, embedded in the UI (frame-ancestors 'self' allows it), searches as on its own
+    frame = "document.querySelector('iframe')"
+    browser.wait_for(f"!!{frame} && {frame}.src.endsWith('/geohub/')")
+    hits = browser.wait_for(
+        f"{frame}.contentDocument && {frame}.contentDocument.querySelectorAll('#hits li').length"
+    )
+    assert hits == 20
