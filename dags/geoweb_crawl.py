@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 from airflow.sdk import Param, TriggerRule, dag, get_current_context, task
 
 from geoweb.harvest.params import MAX_LEVEL, param_specs
+from geoweb_airflow import connector_config, harvest_store
 
-STORE_CONNECTION = "geoweb_db"  # the PostGIS database
 CRAWL_POOL = "geoweb_crawl"
 SEEDS_VARIABLE = "geoweb_seeds"  # a JSON list of seed URLs for runs whose conf has none (scheduled runs)
 
@@ -29,6 +29,13 @@ as run conf from the CLI (`airflow dags trigger geoweb_crawl --conf '{{"seeds": 
 the REST API. Levels beyond `max_level` (at most {MAX_LEVEL}) are skipped. A run without `seeds` (a
 scheduled run) takes them from the Airflow Variable `{SEEDS_VARIABLE}` (a JSON list of URLs); with neither,
 `start_run` fails. A bad conf fails `start_run` at once, naming the key.
+
+`seed_search` searches the keywords of the run's types (`keywords_by_type`, then `keywords`) with each of
+`search_providers` (web search: `searxng`, `google`, `brave`; data portals: `datagov`, `ckan`), reading
+`search_pages` result pages each, and adds the pages and service/file links found at level 0, each with
+the keyword that found it. A provider's URL and key come from the Connection `geoweb_<name>` (extra: `url`
+and other settings; password: the key), else from `GEOWEB_<NAME>_URL`, `GEOWEB_<NAME>_KEY`... A spent
+quota or a missing key fails the task at once; without providers it does nothing.
 """
 
 
@@ -51,29 +58,30 @@ def _run(default_seeds: bool = False):
         raise AirflowFailException(str(exc)) from None
 
 
-def _store():
-    """The harvest database, from the Connection geoweb_db (else GEOWEB_DB), read here, never at parse time."""
-    from airflow.sdk import Connection
-    from airflow.sdk.exceptions import AirflowNotFoundException
-
-    from geoweb.harvest.dsn import libpq_dsn
-    from geoweb.store import Store
-
-    try:
-        conn = Connection.get(STORE_CONNECTION)
-    except AirflowNotFoundException:
-        return Store.from_env()
-    return Store(libpq_dsn(conn.host, conn.port, conn.login, conn.password, conn.schema, conn.extra_dejson))
-
-
 @task
 def start_run() -> int:
     """Begin (or resume) the run and add its seeds at level 0."""
     from geoweb.harvest import run
 
     run_id, params = _run(default_seeds=True)
-    with _store() as store:
+    with harvest_store() as store:
         return run.start_run(store, run_id, params)
+
+
+@task
+def seed_search() -> int:
+    """Search the run's keywords with its search providers; what they find joins level 0 with its keyword."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from geoweb.connectors import ConfigError, QuotaExceeded
+    from geoweb.harvest import run
+
+    run_id, params = _run()
+    with harvest_store() as store:
+        try:
+            return run.seed_search(store, run_id, params, connector_config)
+        except (ConfigError, QuotaExceeded) as exc:  # retrying mends neither a missing key nor a spent quota
+            raise AirflowFailException(str(exc)) from None
 
 
 @task(trigger_rule=TriggerRule.NONE_FAILED)  # runs after an empty (skipped) level too
@@ -82,7 +90,7 @@ def plan_level(level: int) -> list[int]:
     from geoweb.harvest import run
 
     run_id, params = _run()
-    with _store() as store:
+    with harvest_store() as store:
         return run.plan_level(store, run_id, level, params)
 
 
@@ -92,7 +100,7 @@ def crawl_level(level: int, shard: int) -> dict:
     from geoweb.harvest import run
 
     run_id, params = _run()
-    with _store() as store:
+    with harvest_store() as store:
         return run.crawl_shard(store, run_id, level, shard, params)
 
 
@@ -102,13 +110,13 @@ def finish_run() -> dict:
     from geoweb.harvest import run
 
     run_id, _ = _run()
-    with _store() as store:
+    with harvest_store() as store:
         return run.finish_run(store, run_id)
 
 
 def _mark_failed(context) -> None:
     """A failed DAG run is failed in the store too, so no run row stays 'running'."""
-    with _store() as store:
+    with harvest_store() as store:
         store.end_run(
             context["dag_run"].run_id, "failed", {"reason": str(context.get("reason") or "a task failed")}
         )
@@ -129,7 +137,7 @@ def _mark_failed(context) -> None:
     },
 )
 def geoweb_crawl():
-    done = start_run()
+    done = start_run() >> seed_search()
     for level in range(MAX_LEVEL + 1):
         shards = plan_level.override(task_id=f"plan_level_{level}")(level)
         done >> shards

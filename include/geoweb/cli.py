@@ -1,4 +1,5 @@
-"""The ``geoweb`` command: run the library without Airflow (crawl a web, trace a URL through the filters)."""
+"""The ``geoweb`` command: run the library without Airflow (crawl a web, trace a URL through the filters, read
+one outside source)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import logging
 import sys
 from collections import Counter
 from contextlib import nullcontext
+from datetime import UTC, datetime
 from pathlib import Path
 
+from geoweb.harvest.params import SEARCH_PAGES, WEB_SEARCH
 from geoweb.models import ALL_TYPES
 from geoweb.settings import Settings
 
@@ -59,7 +62,79 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument("--run", required=True, metavar="RUN_ID|latest", help="the run, or latest started")
     export.add_argument("--output", "-o", default="-", help="JSON-lines file (default stdout)")
+
+    # connectors: their settings come from GEOWEB_<NAME>_URL, GEOWEB_<NAME>_KEY... (see geoweb.connectors.api)
+    seed = commands.add_parser(
+        "seed", help="search the web with one provider (GEOWEB_<PROVIDER>_URL, _KEY...): hits as JSON lines"
+    )
+    seed.add_argument("--provider", required=True, choices=WEB_SEARCH)
+    seed.add_argument("--keyword", action="append", required=True, help="a search keyword (repeatable)")
+    seed.add_argument(
+        "--pages", type=_positive, default=SEARCH_PAGES, help="result pages per keyword (default 10)"
+    )
+    datagov = commands.add_parser(
+        "datagov", help="search data.gov's Catalog API (GEOWEB_DATAGOV_KEY, _URL): datasets as JSON lines"
+    )
+    datagov.add_argument("--query", required=True, help="search words")
+    datagov.add_argument(
+        "--spatial",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="only datasets with a footprint",
+    )
+    datagov.add_argument(
+        "--max-pages", type=_positive, default=SEARCH_PAGES, help="pages to read (default 10)"
+    )
+    ckan = commands.add_parser("ckan", help="search a CKAN portal's Action API: datasets as JSON lines")
+    ckan.add_argument("--url", required=True, help="the portal's base URL, e.g. https://data.example.org")
+    ckan.add_argument("--query", default="", help="search words (default: every dataset)")
+    ckan.add_argument("--rows", type=_positive, help="datasets per page (default 100, at most 1000)")
+    ckan.add_argument("--max-pages", type=_positive, default=SEARCH_PAGES, help="pages to read (default 10)")
+
+    csw = commands.add_parser("harvest-csw", help="read a CSW catalogue's records (GetRecords): JSON lines")
+    csw.add_argument("--url", required=True, help="the catalogue's endpoint")
+    csw.add_argument("--page-size", type=_positive, help="records per GetRecords request (default 100)")
+    csw.add_argument("--since", type=_moment, help="only records modified on or after this ISO date or time")
+    csw.add_argument("--schema", choices=("dc", "iso"), help="Dublin Core or ISO 19139 records (default dc)")
+    csw.add_argument("--timeout", type=float, help="seconds for one page (default 120)")
+    csw.add_argument(
+        "--allow-host", action="append", default=[], metavar="HOST[:PORT]",
+        help="a host that may resolve to a private or loopback address (repeatable)",
+    )  # fmt: skip
+    archive = commands.add_parser(
+        "archive", help="read a satellite-image archive's scenes (GEOWEB_<ADAPTER>_URL, _KEY...): JSON lines"
+    )
+    archive.add_argument("--adapter", required=True, choices=("stac", "nspo"))
+    archive.add_argument("--url", help="the archive's API (default GEOWEB_<ADAPTER>_URL)")
+    archive.add_argument("--since", type=_moment, help="only scenes acquired at or after this ISO time")
+    archive.add_argument("--bbox", type=_bbox, metavar="W,S,E,N", help="only scenes in this WGS84 box")
+    archive.add_argument("--page-size", type=_positive, help="scenes per request (default 100)")
+    archive.add_argument("--collections", help="STAC collections, separated by commas")
+    archive.add_argument("--mapping", help="a JSON file of the request and field mapping (default: shipped)")
     return parser
+
+
+def _moment(value: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 date or time: {value!r}") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _bbox(value: str) -> tuple[float, float, float, float]:
+    try:
+        west, south, east, north = (float(v) for v in value.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not four numbers west,south,east,north: {value!r}") from None
+    return west, south, east, north
+
+
+def _positive(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {number}")
+    return number
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,6 +148,16 @@ def main(argv: list[str] | None = None) -> int:
         return _filter(args)
     if args.command == "export":
         return _export(args)
+    if args.command == "seed":
+        return _seed(args)
+    if args.command == "datagov":
+        return _datagov(args)
+    if args.command == "ckan":
+        return _ckan(args)
+    if args.command == "harvest-csw":
+        return _harvest_csw(args)
+    if args.command == "archive":
+        return _archive(args)
     return _crawl(args)
 
 
@@ -141,6 +226,63 @@ def _export(args) -> int:
         if partial:
             partial.unlink(missing_ok=True)
     log.info("exported %d resources of run %s to %s", count, run_id, args.output)
+    return 0
+
+
+def _seed(args) -> int:
+    return _print_records(
+        "seed",
+        args.provider,
+        {},
+        lambda c: (r for k in args.keyword for r in c.records(query=k, pages=args.pages)),
+    )
+
+
+def _datagov(args) -> int:
+    return _print_records(
+        "datagov",
+        "datagov",
+        {},
+        lambda c: c.records(query=args.query, pages=args.max_pages, spatial=args.spatial),
+    )
+
+
+def _ckan(args) -> int:
+    return _print_records(
+        "ckan",
+        "ckan",
+        {"url": args.url, "page_size": args.rows},
+        lambda c: c.records(query=args.query, pages=args.max_pages),
+    )
+
+
+def _harvest_csw(args) -> int:
+    overrides = {"url": args.url, "page_size": args.page_size, "schema": args.schema, "timeout": args.timeout,
+                 "allowed_hosts": args.allow_host}  # fmt: skip
+    return _print_records("harvest-csw", "csw", overrides, lambda c: c.records(since=args.since))
+
+
+def _archive(args) -> int:
+    overrides = {"url": args.url, "page_size": args.page_size, "collections": args.collections,
+                 "mapping": args.mapping}  # fmt: skip
+    return _print_records(
+        "archive", args.adapter, overrides, lambda c: c.records(since=args.since, bbox=args.bbox)
+    )
+
+
+def _print_records(command: str, name: str, overrides: dict, search) -> int:
+    """Print a connector's records as JSON lines, each as it comes (``search(connector)`` yields them); a
+    failure ends in one line on stderr and exit status 1, after the records read before it."""
+    from geoweb.connectors import ConnectorError, load_connector
+    from geoweb.connectors.api import config_from_env
+
+    config = config_from_env(name) | {k: v for k, v in overrides.items() if v is not None}
+    try:
+        for record in search(load_connector(name, config)):
+            print(json.dumps(record.to_json(), ensure_ascii=False), flush=True)
+    except ConnectorError as exc:
+        print(f"geoweb {command}: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -90,7 +90,8 @@ def test_crawl_dag_shape(dagbag):
     assert dag.schedule == "@weekly"
     assert dag.doc_md and all(param.description for param in dag.params.values())
     upstream = {task.task_id: task.upstream_task_ids for task in dag.tasks}
-    assert upstream["plan_level_0"] == {"start_run"}
+    assert upstream["seed_search"] == {"start_run"}
+    assert upstream["plan_level_0"] == {"seed_search"}
     for level in range(MAX_LEVEL + 1):
         crawl = dag.get_task(f"crawl_level_{level}")
         assert crawl.pool == "geoweb_crawl"

@@ -54,7 +54,7 @@ def test_settings_carry_scope_and_politeness_and_always_obey_robots():
         ({"seeds": [SEED], "types": []}, "param types: [] should be non-empty"),
         (
             {"seeds": [SEED], "search_providers": ["bing"]},
-            "param search_providers[0]: 'bing' is not one of []",
+            "param search_providers[0]: 'bing' is not one of ['searxng', 'google', 'brave', 'datagov', 'ckan']",
         ),
         ({"seeds": [SEED], "keywords": [""]}, "param keywords[0]: '' should be non-empty"),
         ({"seeds": [SEED], "allowed_hosts": ["a host"]}, "param allowed_hosts[0]: 'a host' is not a host"),

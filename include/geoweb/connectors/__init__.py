@@ -9,7 +9,16 @@ from __future__ import annotations
 from geoweb.connectors.base import ConfigError, Connector, ConnectorError, Link, QuotaExceeded, Record
 from geoweb.registry import resolve
 
-CONNECTORS: dict[str, str] = {}
+CONNECTORS: dict[str, str] = {
+    "google": "geoweb.connectors.search.google:Google",
+    "brave": "geoweb.connectors.search.brave:Brave",
+    "searxng": "geoweb.connectors.search.searxng:SearXNG",
+    "datagov": "geoweb.connectors.datagov:DataGov",
+    "ckan": "geoweb.connectors.ckan:CKAN",
+    "csw": "geoweb.connectors.csw:CSWConnector",
+    "nspo": "geoweb.connectors.archive.nspo:NSPOArchive",
+    "stac": "geoweb.connectors.archive.stac:STACArchive",
+}
 
 
 def load_connector(name: str, config) -> Connector:

@@ -20,8 +20,23 @@ from geoweb.settings import Settings
 
 MAX_LEVEL = 5  # the DAG has one task pair per level up to here
 MAX_SHARDS = 256  # a level's map length; well under Airflow's max_map_length (1024)
-# Web-search seeding connectors register their names here (none is implemented yet).
-SEARCH_PROVIDERS: tuple[str, ...] = ()
+# Sources that turn keywords into seeds, by connector name (geoweb.connectors.CONNECTORS)
+WEB_SEARCH = ("searxng", "google", "brave")
+PORTALS = ("datagov", "ckan")
+SEARCH_PROVIDERS = WEB_SEARCH + PORTALS
+SEARCH_PAGES = 10  # result pages per keyword and provider: the paper's top 10
+# The paper's kind of keywords, per resource type: a run searches those of its types.
+KEYWORDS_BY_TYPE: dict[str, tuple[str, ...]] = {
+    "WMS": ("web map service", "WMS getcapabilities", "OGC WMS"),
+    "WFS": ("web feature service", "WFS getcapabilities", "OGC WFS"),
+    "WCS": ("web coverage service", "WCS getcapabilities"),
+    "WMTS": ("web map tile service", "WMTS getcapabilities"),
+    "WPS": ("web processing service", "WPS getcapabilities"),
+    "SOS": ("sensor observation service", "OGC SOS"),
+    "CSW": ("catalogue service for the web", "CSW getrecords"),
+    "KML": ("KML download", "KMZ download"),
+    "SHAPEFILE": ("shapefile download", "zipped shapefile"),
+}
 
 _DEFAULTS = Settings()
 # A pattern's "description" completes the error message "<value> is not <description>".
@@ -36,6 +51,7 @@ _HOST_PORT = {
     "pattern": r"^[A-Za-z0-9.\-]+(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$",
     "description": "a host or host:port",
 }
+_KEYWORD = {"type": "string", "minLength": 1, "maxLength": 200}
 
 
 class InvalidParams(ValueError):
@@ -63,15 +79,33 @@ class HarvestParams:
     )
     keywords: tuple[str, ...] = _param(
         (),
-        "Keywords, used by web-search seeding: each is searched with every search provider. Without "
-        "search providers they do nothing.",
-        **_list({"type": "string", "minLength": 1, "maxLength": 200}, maxItems=1_000),
+        "More keywords for search seeding, searched after those of keywords_by_type. Without "
+        "search_providers they do nothing.",
+        **_list(_KEYWORD, maxItems=1_000),
+    )
+    keywords_by_type: tuple[tuple[str, tuple[str, ...]], ...] = _param(
+        tuple(KEYWORDS_BY_TYPE.items()),
+        "Keywords per resource type for search seeding: a run searches those of its types with every "
+        "search provider. Edit them here; without search_providers they do nothing.",
+        type="object",
+        propertyNames={"enum": list(ALL_TYPES)},
+        additionalProperties=_list(_KEYWORD, maxItems=100),
     )
     search_providers: tuple[str, ...] = _param(
         (),
-        "Web-search providers that turn keywords into seed pages. None is available yet, so this must be "
-        "empty; web-search seeding arrives with the search connectors.",
+        "Sources that turn the keywords into level-0 seeds, each seed keeping its keyword: web search "
+        "(searxng, google, brave: every hit is a seed page) and data portals (datagov, ckan: every dataset's "
+        "service and file links). Each reads its URL and key from the Airflow Connection geoweb_<name> "
+        "(extra: url and other settings; password: the key), else from GEOWEB_<NAME>_URL, GEOWEB_<NAME>_KEY...",
         **_list({"type": "string", "enum": list(SEARCH_PROVIDERS)}),
+    )
+    search_pages: int = _param(
+        SEARCH_PAGES,
+        "Result pages read per keyword and search provider (the paper's top 10); Google and Brave serve 10 "
+        "pages at most.",
+        type="integer",
+        minimum=1,
+        maximum=100,
     )
     types: tuple[str, ...] = _param(
         ALL_TYPES,
@@ -145,7 +179,7 @@ class HarvestParams:
                 raise InvalidParams(f"param {name}: NaN is not a number")
             if schema["type"] == "integer":
                 value = int(value)  # JSON Schema counts 5.0 as an integer
-            values[name] = tuple(value) if isinstance(value, list) else value
+            values[name] = _frozen(value)
         params = cls(**values)
         if not params.seeds and not params.search_providers:
             raise InvalidParams("param seeds: give at least one seed URL")
@@ -153,7 +187,12 @@ class HarvestParams:
 
     def to_conf(self) -> dict[str, Any]:
         """The JSON form (stored with the run)."""
-        return {f.name: _json(getattr(self, f.name)) for f in fields(self)}
+        return {f.name: _json(getattr(self, f.name), f.metadata["schema"]) for f in fields(self)}
+
+    def search_keywords(self) -> tuple[str, ...]:
+        """The keywords search seeding searches: those of the run's types, then ``keywords``, each once."""
+        by_type = dict(self.keywords_by_type)
+        return tuple(dict.fromkeys([k for t in self.types for k in by_type.get(t, ())] + list(self.keywords)))
 
     def settings(self, base: Settings | None = None) -> Settings:
         """The engine's settings for this run: ``base`` (default: from the environment) with the run's
@@ -172,7 +211,7 @@ class HarvestParams:
 def param_specs() -> Iterator[tuple[str, Any, str, dict[str, Any]]]:
     """(name, JSON default, description, JSON schema) of every parameter, in declaration order."""
     for f in fields(HarvestParams):
-        yield f.name, _json(f.default), f.metadata["description"], f.metadata["schema"]
+        yield f.name, _json(f.default, f.metadata["schema"]), f.metadata["description"], f.metadata["schema"]
 
 
 def _message(name: str, error: ValidationError) -> str:
@@ -187,5 +226,14 @@ def _names() -> list[str]:
     return [f.name for f in fields(HarvestParams)]
 
 
-def _json(value: Any) -> Any:
+def _frozen(value: Any) -> Any:
+    """A JSON value as the frozen dataclass holds it: arrays as tuples, objects as tuples of pairs."""
+    if isinstance(value, dict):
+        return tuple((k, _frozen(v)) for k, v in value.items())
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _json(value: Any, schema: dict[str, Any]) -> Any:
+    if schema["type"] == "object":
+        return {k: list(v) for k, v in value}
     return list(value) if isinstance(value, tuple) else value

@@ -13,8 +13,12 @@ import io
 import logging
 import time
 from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from geoweb.connectors import ConnectorError, Record, load_connector
+from geoweb.connectors.candidates import Portal
+from geoweb.connectors.search.base import SearchProvider
 from geoweb.crawl import Crawler, CrawlReport, LevelStats
 from geoweb.dedup import BloomFilter
 from geoweb.detect import load_detectors
@@ -29,22 +33,79 @@ log = logging.getLogger("geoweb.harvest")
 
 
 def start_run(store: Store, run_id: str, params: HarvestParams) -> int:
-    """Migrate the store, begin (or resume) the run and add its seeds at level 0; returns the new seeds.
-
-    Seeds pass the crawl's URL filters, as links do: one spelling per URL, so the frontier dedups them."""
+    """Migrate the store, begin (or resume) the run and add its seeds at level 0; returns the new seeds."""
     store.migrate()
     store.begin_run(run_id, params.to_conf())
-    filters = URLFilters.from_settings(params.settings())
-    seeds = []
-    for seed in params.seeds:
-        url = filters(seed)
-        if url is None:
-            log.error("seed %s dropped by the URL filters (not a page the crawl fetches)", seed)
-        else:
-            seeds.append((url, None, None))
+    seeds = _level_zero(params, ((seed, None, None) for seed in params.seeds))
     added = store.add_urls(run_id, 0, seeds, params.shards)
     log.info("run %s: %d seeds, %d new to the run", run_id, len(seeds), added)
     return added
+
+
+def seed_search(
+    store: Store, run_id: str, params: HarvestParams, config_of: Callable[[str], Mapping[str, Any]]
+) -> int:
+    """Search the run's keywords with each of its search providers (``config_of(name)`` gives a provider's
+    settings) and add what they find at level 0, each URL with the keyword that found it; data-portal datasets
+    are stored as catalogue records too. Returns the URLs new to the run; does nothing without providers or
+    keywords. A failing provider raises its ConnectorError, which names it, the keyword and the page, after
+    what it found before the failure is committed."""
+    keywords = params.search_keywords()
+    if not params.search_providers or not keywords:
+        log.info("run %s: no search seeding: %d providers, %d keywords", run_id, len(params.search_providers),
+                 len(keywords))  # fmt: skip
+        return 0
+    added = 0
+    try:
+        for name in params.search_providers:
+            connector = load_connector(name, config_of(name))
+            for keyword in keywords:
+                found: list[Record] = []
+                try:
+                    found.extend(connector.records(query=keyword, pages=params.search_pages))
+                finally:  # what came before a failure is kept
+                    added += _add_found(store, run_id, params, connector, keyword, found)
+    except ConnectorError as exc:
+        log.error("run %s: search seeding failed: %s", run_id, exc)
+        raise
+    return added
+
+
+def _add_found(
+    store: Store,
+    run_id: str,
+    params: HarvestParams,
+    connector: SearchProvider | Portal,
+    keyword: str,
+    found: list[Record],
+) -> int:
+    """Add the seeds of a provider's records for a keyword; a portal's datasets go to the catalogue too."""
+    links = ((url, page, keyword) for record in found for url, page in connector.seeds(record))
+    seeds = _level_zero(params, links, logging.INFO)  # search results hold documents the crawl never fetches
+    added = store.add_urls(run_id, 0, seeds, params.shards)
+    if isinstance(connector, Portal) and found:
+        store.upsert_records(connector.source, found)
+    log.info("run %s: %s %r: %d records, %d seeds, %d new to the run", run_id, connector.source, keyword,
+             len(found), len(seeds), added)  # fmt: skip
+    return added
+
+
+def _level_zero(
+    params: HarvestParams,
+    links: Iterable[tuple[str, str | None, str | None]],
+    dropped_level: int = logging.ERROR,
+) -> list[tuple[str, str | None, str | None]]:
+    """Seeds pass the crawl's URL filters, as links do: one spelling per URL, so the frontier dedups them.
+    A dropped seed is logged at ``dropped_level``."""
+    filters = URLFilters.from_settings(params.settings())
+    kept = []
+    for url, source_page, keyword in links:
+        canonical = filters(url)
+        if canonical is None:
+            log.log(dropped_level, "seed %s dropped by the URL filters (not a page the crawl fetches)", url)
+        else:
+            kept.append((canonical, source_page, keyword))
+    return kept
 
 
 def plan_level(store: Store, run_id: str, level: int, params: HarvestParams) -> list[int]:

@@ -20,6 +20,7 @@ from psycopg2.extras import execute_values
 from geoweb.crawl.report import LevelStats
 from geoweb.errors import StoreError
 from geoweb.models import Dataset, Resource
+from geoweb.store.catalogue import CatalogueStore
 from geoweb.store.clean import Cleaner
 from geoweb.store.frontier import COLUMNS as FRONTIER_COLUMNS
 from geoweb.store.frontier import FrontierRows
@@ -90,7 +91,7 @@ ORDER BY resource_id, position
 """
 
 
-class Store:
+class Store(CatalogueStore):
     """One connection to the harvest database (a psycopg2 connection: one Store per thread). Each method is
     one transaction. Usable as a context manager, which closes the connection."""
 

@@ -1,0 +1,90 @@
+"""geoweb_archive: load the scene metadata that satellite-image archives (NSPO, STAC APIs) added since the last
+run into PostGIS.
+
+Wiring only: the adapters and the harvest live in ``geoweb.connectors.archive``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from airflow.sdk import Param, dag, get_current_context, task
+
+from geoweb_airflow import connector_config, harvest_store
+
+ARCHIVES_VARIABLE = "geoweb_archives"  # a JSON list of the adapters to run on scheduled runs
+ADAPTERS = ["nspo", "stac"]
+
+DOC = f"""
+### Load new satellite scenes
+
+`archives` names the archives to read: the run's `archives`, else the Airflow Variable `{ARCHIVES_VARIABLE}`
+(a JSON list such as `["nspo", "stac"]`); with none, nothing runs. `harvest` runs once per archive: the
+scenes acquired since the archive's watermark (scene id, satellite, sensor, acquisition time, footprint,
+cloud cover, quick-look URL) go into `archive_scenes`, committed page by page and keyed by (archive, scene
+id), so a repeated or resumed run changes nothing. The watermark moves only when a harvest ends well.
+
+An archive's URL, key and other settings come from the Connection `geoweb_<name>` (extra: `url`,
+`page_size`, `collections` for STAC, `mapping` for a request and field mapping of your own; password: the
+key), else from `GEOWEB_<NAME>_URL`, `GEOWEB_<NAME>_KEY`... A failing archive fails its own task with the
+page and the reason (kept in `catalogue_sources` too); each task returns its counts.
+"""
+
+
+@task
+def archives() -> list[str]:
+    """The archives of this run: its param, else the Variable."""
+    from airflow.sdk import Variable
+
+    chosen = get_current_context()["params"]["archives"]
+    return chosen or Variable.get(ARCHIVES_VARIABLE, default=[], deserialize_json=True)
+
+
+@task(map_index_template="{{ archive }}")
+def harvest(name: str) -> dict:
+    """Load one archive's new scenes into archive_scenes; returns its counts."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from geoweb.connectors import ConfigError, QuotaExceeded, load_connector
+    from geoweb.connectors.archive import harvest_archive
+
+    context = get_current_context()
+    context["archive"] = name  # names the mapped task in the UI
+    bbox = context["params"]["bbox"]
+    try:
+        adapter = load_connector(name, connector_config(name))
+    except ConfigError as exc:  # retrying mends no setting
+        raise AirflowFailException(str(exc)) from None
+    with harvest_store() as store:
+        store.migrate()
+        try:
+            return harvest_archive(store, adapter, bbox=tuple(bbox) if bbox else None)
+        except (ConfigError, QuotaExceeded) as exc:  # nor a refused key or a spent quota
+            raise AirflowFailException(str(exc)) from None
+
+
+@dag(
+    schedule="@daily",
+    start_date=datetime(2026, 1, 1, tzinfo=UTC),
+    catchup=False,
+    max_active_runs=1,
+    tags=["geoweb", "archive", "satellite"],
+    doc_md=DOC,
+    default_args={"retries": 2, "retry_delay": timedelta(minutes=5)},
+    params={
+        "archives": Param(
+            [], type="array", items={"type": "string", "enum": ADAPTERS}, uniqueItems=True,
+            description=f"Archives to read ({', '.join(ADAPTERS)}). When empty, the Variable "
+            f"{ARCHIVES_VARIABLE} names them.",
+        ),
+        "bbox": Param(
+            None, type=["null", "array"], items={"type": "number"}, minItems=4, maxItems=4,
+            description="Only scenes in this WGS84 box: [west, south, east, north]. Empty: everywhere.",
+        ),
+    },
+)  # fmt: skip
+def geoweb_archive():
+    harvest.expand(name=archives())
+
+
+geoweb_archive()

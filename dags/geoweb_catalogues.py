@@ -1,0 +1,194 @@
+"""geoweb_catalogues: harvest every known CSW catalogue into PostGIS, then validate the services and files its
+records point to (the deep-web path).
+
+Wiring only: the harvest lives in ``geoweb.connectors.csw``, the crawl steps in ``geoweb.harvest.run``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from airflow.sdk import Param, TriggerRule, dag, get_current_context, task
+
+from geoweb.harvest.params import param_specs
+from geoweb_airflow import harvest_store
+
+CRAWL_POOL = "geoweb_crawl"
+CATALOGUES_VARIABLE = "geoweb_csw_catalogues"  # a JSON list of CSW endpoints to harvest besides those found
+# the crawl's params that shape the validation crawl of the records' links
+CRAWL_PARAMS = ("types", "allowed_hosts", "shards", "concurrency", "per_host_concurrency", "per_host_delay")
+_URL = {"type": "string", "pattern": r"^[Hh][Tt][Tt][Pp][Ss]?://[^\s/?#]+\S*$", "maxLength": 2048}
+
+DOC = f"""
+### Harvest the CSW catalogues
+
+`catalogues` lists what to harvest: the run's `catalogues`, the Airflow Variable `{CATALOGUES_VARIABLE}` (a
+JSON list of endpoints, else the environment's `GEOWEB_CSW_CATALOGUES`, separated by commas) and every CSW
+the crawl has loaded into `resources`. `harvest` runs once per catalogue: GetRecords page by page (Dublin Core
+or ISO 19139), each page committed to `catalogue_records` as it arrives, with footprints in PostGIS. Harvests
+are incremental from each catalogue's watermark (its newest modification date) and full every
+`full_every_days`; only a complete full harvest withdraws the records a catalogue no longer has, and a failed
+one changes nothing it loaded before. A failing catalogue fails its own task, with its error also kept in
+`catalogue_sources`; the others go on. Each task returns its counts (new, updated, unchanged, withdrawn...).
+
+`start_crawl` then takes every link of an active record that looks like a service or a file and starts the
+crawl run `catalogues__<run id>` with them as seeds (max level 0, the catalogue as source page): `crawl`
+validates each with the detectors in the pool `{CRAWL_POOL}`, `finish_run` stores the run's report. Services
+that no page links to are found this way. With no such link the crawl tasks are skipped.
+"""
+
+
+def _crawl_run() -> tuple[str, object]:
+    """(run id, HarvestParams) of this DAG run's validation crawl, as start_crawl began it."""
+    from geoweb.harvest.params import HarvestParams
+
+    run_id = f"catalogues__{get_current_context()['dag_run'].run_id}"
+    with harvest_store() as store:
+        return run_id, HarvestParams.from_conf(store.run_conf(run_id))
+
+
+@task
+def catalogues() -> list[str]:
+    """The endpoints to harvest: configured ones and every CSW the crawl has found."""
+    import os
+
+    from airflow.sdk import Variable
+
+    configured = Variable.get(CATALOGUES_VARIABLE, default=None, deserialize_json=True)
+    if configured is None:
+        configured = [u for u in os.environ.get("GEOWEB_CSW_CATALOGUES", "").split(",") if u.strip()]
+    with harvest_store() as store:
+        store.migrate()
+        return store.csw_urls([*configured, *get_current_context()["params"]["catalogues"]])
+
+
+@task(map_index_template="{{ catalogue }}")
+def harvest(url: str) -> dict:
+    """Harvest one catalogue into catalogue_records; returns its counts."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from geoweb.connectors import ConfigError
+    from geoweb.connectors.csw import CSWConnector, harvest_catalogue
+
+    context = get_current_context()
+    context["catalogue"] = url  # names the mapped task in the UI
+    params = context["params"]
+    config = {"url": url, "schema": params["schema"], "page_size": params["page_size"],
+              "timeout": params["timeout"], "allowed_hosts": params["allowed_hosts"]}  # fmt: skip
+    try:
+        connector = CSWConnector(config)
+    except ConfigError as exc:  # retrying mends no setting
+        raise AirflowFailException(str(exc)) from None
+    with harvest_store() as store:
+        return harvest_catalogue(
+            store, connector, full=params["full"], full_every=timedelta(days=params["full_every_days"])
+        )
+
+
+@task.short_circuit(trigger_rule=TriggerRule.ALL_DONE)  # one failed catalogue leaves the others' records
+def start_crawl() -> int:
+    """Start the validation crawl of the records' service and file links; 0 (nothing to crawl) skips it."""
+    from geoweb.connectors.csw import start_catalogue_crawl
+
+    context = get_current_context()
+    run_id = f"catalogues__{context['dag_run'].run_id}"
+    conf = {key: context["params"][key] for key in CRAWL_PARAMS}
+    with harvest_store() as store:
+        return start_catalogue_crawl(store, run_id, conf)
+
+
+@task
+def plan() -> list[int]:
+    """The shards of the crawl's only level (max level 0)."""
+    from geoweb.harvest import run
+
+    run_id, params = _crawl_run()
+    with harvest_store() as store:
+        return run.plan_level(store, run_id, 0, params)
+
+
+@task(pool=CRAWL_POOL)
+def crawl(shard: int) -> dict:
+    """Fetch and validate one shard of the records' links; what they are is loaded into resources."""
+    from geoweb.harvest import run
+
+    run_id, params = _crawl_run()
+    with harvest_store() as store:
+        return run.crawl_shard(store, run_id, 0, shard, params)
+
+
+@task(trigger_rule=TriggerRule.NONE_FAILED)
+def finish_run() -> dict:
+    """Log and store the crawl's report and mark it a success."""
+    from geoweb.harvest import run
+
+    run_id, _ = _crawl_run()
+    with harvest_store() as store:
+        return run.finish_run(store, run_id)
+
+
+def _mark_failed(context) -> None:
+    """A failed DAG run marks its crawl run failed too, when it had begun one."""
+    from contextlib import suppress
+
+    from geoweb.store import StoreError
+
+    run_id = f"catalogues__{context['dag_run'].run_id}"
+    with harvest_store() as store, suppress(StoreError):  # unknown run: the DAG failed before the crawl began
+        store.end_run(run_id, "failed", {"reason": str(context.get("reason") or "a task failed")})
+
+
+@dag(
+    schedule="@daily",
+    start_date=datetime(2026, 1, 1, tzinfo=UTC),
+    catchup=False,
+    max_active_runs=1,
+    tags=["geoweb", "catalogues", "csw"],
+    doc_md=DOC,
+    default_args={"retries": 2, "retry_delay": timedelta(minutes=2)},
+    on_failure_callback=_mark_failed,
+    params={
+        "catalogues": Param(
+            [], type="array", items=_URL, uniqueItems=True,
+            description=f"CSW endpoints to harvest in this run, besides the Variable {CATALOGUES_VARIABLE} and "
+            "every CSW the crawl has found.",
+        ),
+        "schema": Param(
+            "dc", enum=["dc", "iso"],
+            description="Records as Dublin Core (csw:Record, every catalogue has it) or ISO 19139 "
+            "(gmd:MD_Metadata: richer links and protocols).",
+        ),
+        "page_size": Param(
+            100, type="integer", minimum=1, maximum=10_000,
+            description="Records per GetRecords request. Catalogues' own defaults (10) make harvests crawl.",
+        ),
+        "timeout": Param(
+            120, type="number", minimum=1, maximum=3600,
+            description="Seconds one page may take: large catalogues are slow, and short timeouts fail them.",
+        ),
+        "full": Param(
+            False, type="boolean",
+            description="Harvest every catalogue in full, withdrawing the records it no longer has, instead "
+            "of incrementally from its watermark.",
+        ),
+        "full_every_days": Param(
+            7, type="integer", minimum=1, maximum=365,
+            description="A catalogue whose last complete full harvest is older than this many days is "
+            "harvested in full (incremental harvests cannot see deleted records).",
+        ),
+        **{
+            name: Param(default, description=f"Validation crawl: {description}", **schema)
+            for name, default, description, schema in param_specs()
+            if name in CRAWL_PARAMS
+        },
+    },
+)  # fmt: skip
+def geoweb_catalogues():
+    started = start_crawl()
+    harvest.expand(url=catalogues()) >> started
+    shards = plan()
+    started >> shards
+    crawl.expand(shard=shards) >> finish_run()
+
+
+geoweb_catalogues()

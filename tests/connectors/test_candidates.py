@@ -1,0 +1,81 @@
+"""Which portal links are candidates for validation, by what the portal says or, failing that, by their URL;
+and a dataset's footprint from GeoJSON or a box, with anything else refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from geoweb.connectors.base import Link
+from geoweb.connectors.candidates import candidate_type, candidates, footprint
+
+CASES = [
+    # what the portal says
+    (Link("https://x.gov/a", "WMS"), "WMS"),
+    (Link("https://x.gov/a", "OGC:WFS"), "WFS"),
+    (Link("https://x.gov/a", "OGC:WMS-1.1.1-http-get-map"), "WMS"),
+    (Link("https://x.gov/a", "Web Map Tile Service"), "WMTS"),
+    (Link("https://x.gov/a", "sensor observation service"), "SOS"),
+    (Link("https://x.gov/a", "application/vnd.ogc.wms_xml"), "WMS"),
+    (Link("https://x.gov/a", "application/vnd.google-earth.kml+xml"), "KML"),
+    (Link("https://x.gov/a", "KMZ"), "KML"),
+    (Link("https://x.gov/a", "Esri Shapefile"), "SHAPEFILE"),
+    (Link("https://x.gov/a", "SHP"), "SHAPEFILE"),
+    (Link("https://x.gov/roads_shp.zip", "application/zip"), "SHAPEFILE"),
+    (Link("https://x.gov/download?id=1", "ZIP", "Roads (shapefile)"), "SHAPEFILE"),
+    # the URL, when the portal says nothing of use
+    (Link("https://x.gov/ows?SERVICE=WFS&REQUEST=GetCapabilities"), "WFS"),
+    (
+        Link("https://x.gov/arcgis/services/Hydro/MapServer/WMSServer?request=GetCapabilities", "Esri REST"),
+        "WMS",
+    ),
+    (Link("https://x.gov/geoserver/wcs", "text/xml"), "WCS"),
+    (Link("https://x.gov/cgi-bin/mapserv?map=/maps/a.map"), "OGC"),
+    (Link("https://x.gov/parks.KMZ"), "KML"),
+    # not candidates
+    (Link("https://x.gov/rows.csv?accessType=DOWNLOAD", "text/csv"), None),
+    (Link("https://x.gov/wms_layers.csv"), None),
+    (Link("https://x.gov/wms/readme.pdf", "PDF"), None),
+    (Link("https://x.gov/api/views/abc/rows.json", "application/json"), None),
+    (Link("https://x.gov/data.zip", "application/zip"), None),
+    (Link("https://x.gov/index.html", "text/html"), None),
+    (Link("https://x.gov/subscriptions", "HTML"), None),
+    (Link("https://x.gov/sosa-ontology.rdf", "application/rdf+xml"), None),
+]
+
+
+@pytest.mark.parametrize(("link", "kind"), CASES, ids=[f"{c[0].url} {c[0].protocol}" for c in CASES])
+def test_candidate_type(link, kind):
+    assert candidate_type(link) == kind
+
+
+def test_candidates_keep_order_and_each_url_once():
+    links = [Link("https://x.gov/a.kml"), Link("https://x.gov/t.csv"), Link("https://x.gov/a.kml", "KML"),
+             Link("https://x.gov/w?service=WMS")]  # fmt: skip
+    assert candidates(links) == {"https://x.gov/a.kml": "KML", "https://x.gov/w?service=WMS": "WMS"}
+
+
+POLYGON = {"type": "Polygon", "coordinates": [[[-10, 40], [5, 40], [5, 50], [-10, 50], [-10, 40]]]}
+
+
+@pytest.mark.parametrize(
+    ("value", "box"),
+    [
+        (POLYGON, (-10.0, 40.0, 5.0, 50.0)),
+        ('{"type": "Point", "coordinates": [8.5, 47.4]}', (8.5, 47.4, 8.5, 47.4)),
+        ("-10,40,5,50", (-10.0, 40.0, 5.0, 50.0)),
+        ("-10 40 5 50", (-10.0, 40.0, 5.0, 50.0)),
+        ("Springfield", None),
+        ("1,2,3", None),
+        ("-10,40,500,50", None),
+        ('{"type": "Polygon", "coordinates": "nowhere"}', None),
+        ('{"type": "Polygon"', None),
+        ({"type": "Teapot", "coordinates": [1, 2]}, None),
+        ({"type": "Polygon", "coordinates": []}, None),
+        ({"type": "Point", "coordinates": [float("nan"), 1]}, None),
+        (["not", "geojson"], None),
+        (None, None),
+        ("", None),
+    ],
+)
+def test_footprint(value, box):
+    assert footprint(value) == box

@@ -1,0 +1,1 @@
+"""Stand-ins of the outside APIs the connectors read, on loopback, speaking each documented format."""
