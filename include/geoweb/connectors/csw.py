@@ -26,9 +26,9 @@ from geoweb.detect.ogc.common import (
     OGCExceptionReport,
     corner_bbox,
     envelope_bbox,
-    exception_report,
     with_query,
 )
+from geoweb.detect.ogc.csw import search_results
 from geoweb.errors import FetchError, GeowebError
 from geoweb.fetch.fetcher import Fetcher
 from geoweb.fetch.response import Response
@@ -250,15 +250,11 @@ class SearchPage:
 def parse_page(body: bytes, source: str, start: int, incremental: bool) -> SearchPage:
     """A GetRecords response; raises ConnectorError for an exception report or anything that is not one."""
     try:
-        root = parse_xml(body)
+        results = search_results(parse_xml(body))
+    except OGCExceptionReport:
+        raise
     except GeowebError as exc:
         raise ConnectorError(f"{source}: records from {start}: {exc}") from None
-    report = exception_report(root)
-    if report is not None:
-        raise report
-    results = root.find("{*}SearchResults")
-    if etree.QName(root).localname != "GetRecordsResponse" or results is None:
-        raise ConnectorError(f"{source}: records from {start}: not a GetRecords response (root {root.tag})")
     figures = {}
     for name in ("numberOfRecordsMatched", "nextRecord"):
         value = (results.get(name) or "").strip()

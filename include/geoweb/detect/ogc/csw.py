@@ -44,15 +44,20 @@ def records_url(endpoint: str, version: str | None) -> str:
     return with_query(endpoint, urlencode(query))
 
 
-def matched_records(root: etree._Element) -> int:
-    """``numberOfRecordsMatched`` of a GetRecords response; raises for anything else."""
+def search_results(root: etree._Element) -> etree._Element:
+    """The ``SearchResults`` of a GetRecords response; the exception report or MalformedContent otherwise."""
     report = exception_report(root)
     if report is not None:
         raise report
     results = root.find("{*}SearchResults")
     if etree.QName(root).localname != "GetRecordsResponse" or results is None:
-        raise MalformedContent(f"not a GetRecords response: root {root.tag}")
-    value = results.get("numberOfRecordsMatched", "").strip()
+        raise MalformedContent(f"not a GetRecords response (root {root.tag})")
+    return results
+
+
+def matched_records(root: etree._Element) -> int:
+    """``numberOfRecordsMatched`` of a GetRecords response; raises for anything else."""
+    value = search_results(root).get("numberOfRecordsMatched", "").strip()
     if not value.isdigit():
         raise MalformedContent(f"numberOfRecordsMatched is {value!r}")
     return int(value)
