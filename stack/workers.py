@@ -14,18 +14,18 @@ NAMES = ("worker1", "worker2")
 READY_TIMEOUT = 90.0
 
 
-def _worker(name: str) -> Service:
+def worker_service(name: str) -> Service:
     # the node name is name@host; task logs are on the shared disk, so the worker serves none
     command = (str(airflow.AIRFLOW_BIN), "celery", "worker", "--celery-hostname", f"{name}@%h",
                "--skip-serve-logs")  # fmt: skip
     return Service(name, command, (), airflow.environment(), run_dir=RUN, log_dir=LOGS, stop_timeout=15)
 
 
-SERVICES = tuple(_worker(name) for name in NAMES)
+SERVICES = tuple(worker_service(name) for name in NAMES)
 BY_NAME = {s.name: s for s in SERVICES}
 
 
-def _broker() -> Celery:
+def broker() -> Celery:
     """A Celery client of the stack's broker, to ask the workers themselves (over their control channel)."""
     return Celery(broker=CELERY_BROKER_URL)
 
@@ -35,13 +35,13 @@ def answering(timeout: float = 1.0) -> dict[str, dict]:
     if not redis.running():  # no broker: nobody can answer (and Celery would retry connecting for minutes)
         return {}
     # replies are awaited until all workers answered or the timeout passed
-    replies = _broker().control.inspect(timeout=timeout, limit=len(NAMES)).stats() or {}
+    replies = broker().control.inspect(timeout=timeout, limit=len(NAMES)).stats() or {}
     return {node.split("@", 1)[0]: stats for node, stats in replies.items()}
 
 
 def active(name: str, timeout: float = 1.0) -> list[dict]:
     """The Celery tasks the worker is executing now (each with ``args``: the Airflow workload)."""
-    replies = _broker().control.inspect(timeout=timeout).active() or {}
+    replies = broker().control.inspect(timeout=timeout).active() or {}
     return next((tasks for node, tasks in replies.items() if node.split("@", 1)[0] == name), [])
 
 
