@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 
-.PHONY: setup demo test lint stop bench
+.PHONY: setup demo test stop bench
 
 setup:
 	bash scripts/setup.sh
@@ -23,3 +23,7 @@ bench: setup
 	$(PY) bench/bench_crawl.py
 	$(PY) bench/bench_validation.py
 	$(PY) bench/bench_bloom.py
+	$(PY) -m bench.bench_dedup
+	$(PY) -m bench.bench_search
+	$(PY) -m stack start
+	$(PY) -m bench.bench_workers
