@@ -8,15 +8,20 @@ from collections.abc import Iterator
 
 import pytest
 
+from geoweb.store import Store
 from tests.geohub import data
 from tests.geohub.server import GeoHubServer
 from tests.geohub.server import geohub_server as run_server
 
 
 @pytest.fixture(scope="session")
-def geohub_dsn(postgis_dsn) -> str:
-    data.load(postgis_dsn)
-    return postgis_dsn
+def geohub_dsn(postgis_database) -> Iterator[str]:
+    """A database of GeoHub's own: the tests assert exact result lists, which other tests' runs would change."""
+    with postgis_database() as dsn:
+        with Store(dsn) as store:
+            store.migrate()
+        data.load(dsn)
+        yield dsn
 
 
 @pytest.fixture(scope="session")
