@@ -70,6 +70,7 @@ def where_to_look() -> None:
     print(f"""
 Where to look (everything keeps running):
   Airflow UI   {API_URL}   login {ADMIN} / {admin_password()}
+  GeoHub       {API_URL}/geohub   (search what was found; also in the UI's navigation)
   PostGIS      psql {GEOWEB_DB}   (tables resources, datasets, crawl_runs, crawl_levels)
   logs         var/stack/logs (services), var/stack/airflow/logs (tasks), var/testweb/logs (test web)
   stop it all  make stop""")
