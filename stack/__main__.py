@@ -15,8 +15,13 @@ COMPONENTS = {"postgres": postgres, "redis": redis, "airflow": airflow, "workers
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m stack", description=__doc__)
     parser.add_argument("action", choices=["start", "stop", "status"])
-    parser.add_argument("components", nargs="*", choices=[[], *COMPONENTS], help="default: all")
+    parser.add_argument(
+        "components", nargs="*", metavar="COMPONENT", help=f"{', '.join(COMPONENTS)} (default: all)"
+    )
     args = parser.parse_args(argv)
+    unknown = [name for name in args.components if name not in COMPONENTS]
+    if unknown:
+        parser.error(f"unknown component(s) {', '.join(unknown)}; known: {', '.join(COMPONENTS)}")
     names = args.components or list(COMPONENTS)
     if args.action == "stop":
         names.reverse()
