@@ -37,13 +37,6 @@ def run_crawl(client: AirflowClient, conf: dict, timeout: float = RUN_TIMEOUT) -
     return run_id, client.wait(MAIN_DAG, run_id, timeout)
 
 
-def _report_png(store: Store, run_id: str) -> bytes | None:
-    with store.conn, store.conn.cursor() as cur:
-        cur.execute("SELECT report_png FROM crawl_runs WHERE run_id = %s", (run_id,))
-        row = cur.fetchone()
-    return bytes(row[0]) if row and row[0] is not None else None
-
-
 def show_run(store: Store, run_id: str, out: Path) -> None:
     """Prints the run's per-level table, resources per type and a list of resources, and writes them out:
     resources.jsonl (the ``geoweb crawl`` records) and levels.png (the plot the run stored)."""
@@ -55,7 +48,7 @@ def show_run(store: Store, run_id: str, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     with (out / "resources.jsonl").open("w", encoding="utf-8") as f:
         f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-    png = _report_png(store, run_id)
+    png = store.report_png(run_id)
     if png:
         (out / "levels.png").write_bytes(png)
     print(f"\n== resources found (first {min(SHOWN, len(records))} of {len(records)})")

@@ -24,6 +24,8 @@ def test_a_run_begins_resumes_and_ends(store, run_id):
     )[0]
     assert (status, summary, bytes(stored_png)) == ("success", {"resources": 19, "note": "nulhere"}, png)
     assert finished >= started
+    assert store.report_png(run_id) == png
+    assert store.report_png("never-begun") is None
 
 
 def test_latest_run_is_the_last_begun(store, run_id):

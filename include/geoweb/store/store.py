@@ -152,6 +152,13 @@ class Store(CatalogueStore):
             if cur.rowcount == 0:
                 raise StoreError(f"unknown run {run_id!r}: begin_run was never called for it")
 
+    def report_png(self, run_id: str) -> bytes | None:
+        """The per-level plot ``end_run`` stored with the run, or None."""
+        with self._transaction() as cur:
+            cur.execute("SELECT report_png FROM crawl_runs WHERE run_id = %s", (run_id,))
+            row = cur.fetchone()
+        return bytes(row[0]) if row and row[0] is not None else None
+
     def latest_run(self) -> str | None:
         """The run started last, or None when there is none."""
         with self._transaction() as cur:
