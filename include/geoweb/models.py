@@ -10,7 +10,7 @@ BBox = tuple[float, float, float, float]
 
 # The resource types of the crawl engine; detectors of later types add their own names.
 OGC_TYPES = ("WMS", "WFS", "WCS", "WMTS", "WPS", "SOS", "CSW")
-FILE_TYPES = ("KML", "SHAPEFILE")
+FILE_TYPES = ("KML", "SHAPEFILE", "GEOJSON", "GEOTIFF")
 ALL_TYPES = OGC_TYPES + FILE_TYPES
 
 

@@ -113,7 +113,7 @@ BAD = [
     {"seeds": [SEED], "max_level": MAX_LEVEL + 1},
     {"seeds": ["ftp://example.org/"]},
     {"seeds": SEED},
-    {"seeds": [SEED], "types": ["GEOJSON"]},
+    {"seeds": [SEED], "types": ["OGCAPI"]},
     {"seeds": [SEED], "types": []},
     {"seeds": [SEED], "search_providers": ["bing"]},
     {"seeds": [SEED], "shards": 0},

@@ -50,7 +50,7 @@ def test_settings_carry_scope_and_politeness_and_always_obey_robots():
         ({"seeds": SEED}, "param seeds: 'https://example.org/maps/' is not of type 'array'"),
         ({"seeds": []}, "param seeds: give at least one seed URL"),
         ({}, "param seeds: give at least one seed URL"),
-        ({"seeds": [SEED], "types": ["WMS", "GEOJSON"]}, "param types[1]: 'GEOJSON' is not one of"),
+        ({"seeds": [SEED], "types": ["WMS", "OGCAPI"]}, "param types[1]: 'OGCAPI' is not one of"),
         ({"seeds": [SEED], "types": []}, "param types: [] should be non-empty"),
         (
             {"seeds": [SEED], "search_providers": ["bing"]},

@@ -12,6 +12,8 @@ DETECTORS = {
     "ogc": "geoweb.detect.ogc:OGCDetector",
     "kml": "geoweb.detect.kml:KMLDetector",
     "shapefile": "geoweb.detect.shapefile:ShapefileDetector",
+    "geojson": "geoweb.detect.geojson:GeoJSONDetector",
+    "geotiff": "geoweb.detect.geotiff:GeoTIFFDetector",
 }
 
 

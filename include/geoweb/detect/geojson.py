@@ -1,0 +1,193 @@
+"""GeoJSON files (RFC 7946), confirmed by content: a FeatureCollection, Feature or geometry in lon/lat.
+
+A URL ending in .json is mostly something else (a config, an API answer), so the document is parsed under the
+body cap and every position is checked: RFC 7946 coordinates are WGS84 degrees, and a file in projected
+coordinates (the obsolete ``crs`` member) is not reported, since its extent cannot be trusted.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import posixpath
+import re
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+from geoweb.detect.base import DetectContext, Detector
+from geoweb.errors import GeowebError, HTTPStatusError, MalformedContent, UnsafeContent
+from geoweb.fetch.response import Response
+from geoweb.links.normalize import normalize_url
+from geoweb.models import BBox, Dataset, Resource, sha256
+
+GEOJSON_MEDIA_TYPES = ("application/geo+json", "application/vnd.geo+json")
+GEOJSON_EXTENSIONS = (".geojson", ".json")
+# geometry type -> how deep positions sit in its coordinates (0: the coordinates are one position)
+GEOMETRY_DEPTH = {
+    "Point": 0,
+    "MultiPoint": 1,
+    "LineString": 1,
+    "MultiLineString": 2,
+    "Polygon": 2,
+    "MultiPolygon": 3,
+}
+_FEATURE_TYPE = re.compile(rb'"type"\s*:\s*"(?:Feature|FeatureCollection)"')
+
+
+class NotGeoJSON(MalformedContent):
+    """Raised when a JSON document is not GeoJSON, or not GeoJSON in WGS84 lon/lat."""
+
+    reason = "not_geojson"
+    user_msg = "The document is not a GeoJSON file"
+
+
+class GeoJSONDetector(Detector):
+    name = "geojson"
+    types = ("GEOJSON",)
+
+    def accepts(self, response: Response) -> bool:
+        return (
+            response.names_file(*GEOJSON_EXTENSIONS)
+            or response.content_type in GEOJSON_MEDIA_TYPES
+            or _looks_like_geojson(response.body)
+        )
+
+    async def detect(self, response: Response, ctx: DetectContext) -> list[Resource]:
+        if not ctx.wants("GEOJSON"):
+            return []
+        try:
+            resource = geojson_resource(response, ctx.settings.max_body_bytes)
+        except GeowebError as exc:
+            return ctx.miss(self.name, response.final_url, exc)
+        ctx.stats["geojson/found"] += 1
+        return [resource]
+
+
+def _looks_like_geojson(body: bytes) -> bool:
+    head = body[:4096]
+    return head.lstrip().startswith(b"{") and bool(_FEATURE_TYPE.search(head))
+
+
+def geojson_resource(response: Response, max_bytes: int) -> Resource:
+    """The GeoJSON resource a response proves; raises a GeowebError saying why not."""
+    if not 200 <= response.status < 300:
+        raise HTTPStatusError(response.status, url=response.final_url)
+    if not response.complete:
+        raise MalformedContent("body incomplete (cut at the size cap)")
+    if len(response.body) > max_bytes:
+        raise UnsafeContent(f"document of {len(response.body)} bytes is over the cap of {max_bytes}")
+    document = parse_json(response.body)
+    if not isinstance(document, dict):
+        raise NotGeoJSON("the document is not a JSON object")
+    geometries = list(_geometries(document))
+    kinds: set[str] = set()
+    lons: list[float] = []
+    lats: list[float] = []
+    for geometry in geometries:
+        kinds.add(geometry["type"])
+        for lon, lat in _positions(geometry):
+            lons.append(lon)
+            lats.append(lat)
+    computed = (min(lons), min(lats), max(lons), max(lats)) if lons else None
+    bbox = _declared_bbox(document.get("bbox")) or computed
+    features = _feature_count(document)
+    title = next((v for v in (document.get("name"), document.get("title")) if isinstance(v, str) and v), None)
+    extra = {"features": features, "geometry_types": sorted(kinds)}
+    stem = posixpath.splitext(posixpath.basename(urlsplit(response.final_url).path))[0] or None
+    return Resource(
+        url=normalize_url(response.final_url) or response.final_url,
+        type="GEOJSON",
+        title=title,
+        datasets=[Dataset(name=title or stem, title=title, bbox=bbox, extra=extra)],
+        bbox=bbox,
+        extra={"type": document["type"], **extra},
+        content_sha256=sha256(response.body),
+    )
+
+
+def parse_json(body: bytes) -> Any:
+    """The parsed document; NaN and Infinity are rejected, and numbers too large for a float too."""
+
+    def no_constant(name: str) -> float:
+        raise ValueError(f"{name} is not a JSON number")
+
+    try:
+        # parse_int=float: a 5000-digit integer becomes inf (rejected when used) instead of a slow bignum
+        return json.loads(body, parse_constant=no_constant, parse_int=float)
+    except RecursionError as exc:
+        raise UnsafeContent("JSON nested too deeply") from exc
+    except ValueError as exc:  # also JSONDecodeError and UnicodeDecodeError
+        raise NotGeoJSON(f"not JSON: {exc}") from exc
+
+
+def _geometries(document: dict) -> Iterator[dict]:
+    """Every geometry of the document (null geometries skipped); raises NotGeoJSON for a wrong structure."""
+    kind = document.get("type")
+    if kind == "FeatureCollection":
+        features = document.get("features")
+        if not isinstance(features, list):
+            raise NotGeoJSON("FeatureCollection without a features array")
+    elif kind == "Feature":
+        features = [document]
+    elif kind in GEOMETRY_DEPTH or kind == "GeometryCollection":
+        features = [{"type": "Feature", "geometry": document}]
+    else:
+        raise NotGeoJSON(f"top-level type {kind!r} is not a GeoJSON type")
+    for feature in features:
+        if not isinstance(feature, dict) or feature.get("type") != "Feature":
+            raise NotGeoJSON("a member of features is not a Feature")
+        # GeometryCollections may nest: walk them with a stack, never recursion
+        stack = [feature.get("geometry")]
+        while stack:
+            geometry = stack.pop()
+            if geometry is None:
+                continue
+            if not isinstance(geometry, dict):
+                raise NotGeoJSON("a geometry is not an object")
+            if geometry.get("type") == "GeometryCollection":
+                members = geometry.get("geometries")
+                if not isinstance(members, list):
+                    raise NotGeoJSON("GeometryCollection without a geometries array")
+                stack.extend(members)
+            elif geometry.get("type") in GEOMETRY_DEPTH:
+                yield geometry
+            else:
+                raise NotGeoJSON(f"geometry type {geometry.get('type')!r} is not a GeoJSON type")
+
+
+def _positions(geometry: dict) -> Iterator[tuple[float, float]]:
+    """(lon, lat) of every position of a geometry; raises NotGeoJSON for bad nesting or non-WGS84 values."""
+    level = [geometry.get("coordinates")]
+    for _ in range(GEOMETRY_DEPTH[geometry["type"]]):
+        if not all(isinstance(item, list) for item in level):
+            raise NotGeoJSON(f"{geometry['type']} coordinates are not nested arrays")
+        level = [inner for item in level for inner in item]
+    for position in level:
+        if not (isinstance(position, list) and len(position) >= 2 and all(map(_is_number, position))):
+            raise NotGeoJSON(f"{geometry['type']} holds a position that is not 2+ finite numbers")
+        lon, lat = position[0], position[1]
+        if not (-180.0 <= lon <= 180.0 and -90.0 <= lat <= 90.0):
+            raise NotGeoJSON(f"position ({lon}, {lat}) is outside WGS84 lon/lat")
+        yield float(lon), float(lat)
+
+
+def _is_number(value: object) -> bool:
+    return type(value) in (int, float) and math.isfinite(value)
+
+
+def _declared_bbox(value: object) -> BBox | None:
+    """The ``bbox`` member as (minx, miny, maxx, maxy) when it is valid (2D or 3D, in range); else None."""
+    if not (isinstance(value, list) and len(value) in (4, 6) and all(map(_is_number, value))):
+        return None
+    half = len(value) // 2
+    minx, miny, maxx, maxy = value[0], value[1], value[half], value[half + 1]
+    if -180 <= minx <= maxx <= 180 and -90 <= miny <= maxy <= 90:
+        return (float(minx), float(miny), float(maxx), float(maxy))
+    return None
+
+
+def _feature_count(document: dict) -> int:
+    if document["type"] == "FeatureCollection":
+        return len(document["features"])
+    return 1

@@ -1,0 +1,184 @@
+"""GeoTIFF/COG detection from the TIFF header: files written by the GDAL command-line programs at test time."""
+
+import asyncio
+import subprocess
+
+import pytest
+from pyproj import Transformer
+
+from geoweb.detect.geotiff import HEADER_BYTES, GeoTIFFDetector
+from tests.data.files.make_fixtures import LoopbackFetch, context, file_handler, response, serve
+
+TYPES = ("GEOTIFF",)
+UTM = (500000.0, 5000000.0, 520000.0, 5020000.0)
+UTM_WGS84 = Transformer.from_crs("EPSG:32633", "EPSG:4326", always_xy=True).transform_bounds(
+    *UTM, densify_pts=21
+)
+# a rotated grid: GDAL can only write it as a ModelTransformation tag
+ROTATED_VRT = """<VRTDataset rasterXSize="100" rasterYSize="50">
+  <SRS>EPSG:4326</SRS>
+  <GeoTransform>10.0, 0.01, 0.002, 50.0, 0.001, -0.01</GeoTransform>
+  <VRTRasterBand dataType="Byte" band="1"/>
+</VRTDataset>"""
+
+
+def gdal(*args: str) -> None:
+    subprocess.run(args, check=True, capture_output=True, timeout=60)
+
+
+def make_geotiff(folder, name: str, *, srs: str | None = "EPSG:32633", size: int = 1024, options=()):
+    """A GeoTIFF of ``size`` pixels a side over UTM, or 10-11E 47-48N in EPSG:4326; None: no georeferencing."""
+    path = folder / name
+    west, south, east, north = UTM if srs != "EPSG:4326" else (10, 47, 11, 48)
+    georef = ["-a_srs", srs, "-a_ullr", f"{west}", f"{north}", f"{east}", f"{south}"] if srs else []
+    gdal(
+        "gdal_create",
+        "-q",
+        "-of",
+        "GTiff",
+        "-outsize",
+        f"{size}",
+        f"{size}",
+        "-ot",
+        "Byte",
+        *georef,
+        *options,
+        path,
+    )
+    return path  # fmt: skip
+
+
+def make_cog(folder, name: str, source, *options: str):
+    path = folder / name
+    gdal(
+        "gdal_translate",
+        "-q",
+        "-of",
+        "COG",
+        "-co",
+        "BLOCKSIZE=256",
+        "-co",
+        "COMPRESS=DEFLATE",
+        *options,
+        source,
+        path,
+    )
+    return path  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("geotiff")
+    strips = make_geotiff(folder, "strips.tif")
+    rotated_vrt = folder / "rotated.vrt"
+    rotated_vrt.write_text(ROTATED_VRT)
+    rotated = folder / "rotated.tif"
+    gdal("gdal_translate", "-q", str(rotated_vrt), str(rotated))
+    return {
+        "strips": strips,
+        "cog": make_cog(folder, "cog.tif", strips),
+        "big": make_geotiff(folder, "big.tif", srs="EPSG:4326", size=64,
+                            options=("-co", "BIGTIFF=YES", "-co", "ENDIANNESS=BIG", "-co", "TILED=YES")),
+        "rotated": rotated,
+        "plain": make_geotiff(folder, "plain.tif", srs=None, size=16),
+    }  # fmt: skip
+
+
+def detect(resp, ctx=None):
+    return asyncio.run(GeoTIFFDetector().detect(resp, ctx or context(types=TYPES)))
+
+
+def detect_served(path, ctx_fetch: LoopbackFetch, *, complete: bool):
+    """Detect the file at ``path`` served from a loopback server, as the crawl saw it (whole or not read)."""
+
+    async def run():
+        async with serve({"/data/image.tif": file_handler(path)}) as base:
+            seen = await ctx_fetch(base + "/data/image.tif")
+            if not complete:
+                seen.body, seen.complete = b"", False  # as the fetcher leaves a body over its cap
+            return await GeoTIFFDetector().detect(seen, context(ctx_fetch, types=TYPES))
+
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize(
+    ("url", "headers", "body"),
+    [
+        ("http://h/dem.TIF", {}, b""),
+        ("http://h/dem.tiff", {}, b""),
+        ("http://h/get?id=1", {"content-type": "image/tiff; application=geotiff; profile=cloud-optimized"}, b""),
+        ("http://h/get?id=1", {"content-disposition": "attachment; filename=dem.tif"}, b""),
+        ("http://h/get?id=1", {}, b"II*\x00\x08\x00\x00\x00"),
+        ("http://h/get?id=1", {}, b"MM\x00+\x00\x08\x00\x00"),
+    ],
+)  # fmt: skip
+def test_accepts(url, headers, body):
+    assert GeoTIFFDetector().accepts(response(url, body, headers=headers))
+
+
+@pytest.mark.parametrize(
+    ("url", "headers"), [("http://h/a.png", {"content-type": "image/png"}), ("http://h/a.zip", {})]
+)
+def test_does_not_accept(url, headers):
+    assert not GeoTIFFDetector().accepts(response(url, b"\x89PNG\r\n", headers=headers))
+
+
+def test_cog_downloaded_whole(files):
+    data = files["cog"].read_bytes()
+    ctx = context(types=TYPES)
+    [resource] = detect(response("http://H/dem/cog.tif", data), ctx)
+    assert (resource.url, resource.type) == ("http://h/dem/cog.tif", "GEOTIFF")
+    assert resource.bbox == pytest.approx(UTM_WGS84)
+    assert resource.extra == {
+        "width": 1024,
+        "height": 1024,
+        "crs": "EPSG:32633",
+        "layout": "tiled",
+        "tile_size": [256, 256],
+        "overviews": 2,
+        "cog_like": True,
+        "bigtiff": False,
+        "inspected": "download",
+    }
+    [dataset] = resource.datasets
+    assert (dataset.name, dataset.extra["crs"]) == ("cog", "EPSG:32633")
+    assert resource.content_sha256 is not None
+    assert ctx.stats["geotiff/found/download"] == 1
+
+
+def test_stripped_geotiff_is_not_cog_like(files):
+    [resource] = detect(response("http://h/strips.tif", files["strips"].read_bytes()))
+    assert resource.extra["layout"] == "stripped" and resource.extra["overviews"] == 0
+    assert resource.extra["cog_like"] is False
+    assert resource.bbox == pytest.approx(UTM_WGS84)
+
+
+def test_big_endian_bigtiff_in_geographic_crs(files):
+    data = files["big"].read_bytes()
+    assert data.startswith(b"MM\x00+")
+    [resource] = detect(response("http://h/big.tif", data))
+    assert resource.extra["bigtiff"] is True and resource.extra["crs"] == "EPSG:4326"
+    assert resource.extra["layout"] == "tiled"
+    assert resource.bbox == pytest.approx((10.0, 47.0, 11.0, 48.0))
+
+
+def test_model_transformation(files):
+    [resource] = detect(response("http://h/rotated.tif", files["rotated"].read_bytes()))
+    # corners of the 100 x 50 grid: x = 10 + 0.01 i + 0.002 j, y = 50 + 0.001 i - 0.01 j
+    assert resource.bbox == pytest.approx((10.0, 49.5, 11.1, 50.1))
+
+
+def test_large_file_read_with_one_range_request(files):
+    fetch = LoopbackFetch()
+    [resource] = detect_served(files["strips"], fetch, complete=False)
+    assert fetch.sent[-1] == {"Range": f"bytes=0-{HEADER_BYTES - 1}"}
+    # the first GET is the test's own; the detector's Range read adds one header's worth, no more
+    assert fetch.requests == 2 and fetch.bytes - files["strips"].stat().st_size == HEADER_BYTES
+    assert resource.extra["inspected"] == "range" and resource.content_sha256 is None
+    assert resource.bbox == pytest.approx(UTM_WGS84)
+
+
+def test_plain_tiff_is_not_a_geotiff(files):
+    ctx = context(types=TYPES)
+    assert detect(response("http://h/plain.tif", files["plain"].read_bytes()), ctx) == []
+    assert ctx.stats["geotiff/miss/not_geotiff"] == 1
