@@ -155,22 +155,10 @@ class CatalogueStore:
         """Insert or update records of a source (any connector's ``Record``) in one transaction; each becomes
         active and seen now. Returns how many were new, updated, unchanged and refused (a key that cannot be
         stored; logged)."""
-        rows: dict[str, tuple] = {}
-        refused = 0
-        for record in records:
-            row = _record_row(source, record)
-            if row is None:
-                refused += 1
-            else:
-                rows[row[1]] = row  # a repeated identifier: the last one wins
+        returned, refused = self._upsert_rows(_RECORDS_UPSERT, (_record_row(source, r) for r in records))
         counts = {"new": 0, "updated": 0, "unchanged": 0, "refused": refused}
-        if rows:
-            with self._transaction() as cur:
-                returned = execute_values(
-                    cur, _RECORDS_UPSERT, [rows[k] for k in sorted(rows)], page_size=PAGE_SIZE, fetch=True
-                )
-            for inserted, changed in returned:
-                counts["new" if inserted else "updated" if changed else "unchanged"] += 1
+        for inserted, changed in returned:
+            counts["new" if inserted else "updated" if changed else "unchanged"] += 1
         return counts
 
     def mark_withdrawn(self, source: str, seen_identifiers: Iterable[str]) -> int:
@@ -225,23 +213,30 @@ class CatalogueStore:
     def upsert_scenes(self, source: str, scenes: Iterable[Scene]) -> dict[str, int]:
         """Insert or update scenes of an archive in one transaction; returns how many were new, updated and
         refused (no storable id or acquisition time; logged)."""
-        rows: dict[str, tuple] = {}
+        returned, refused = self._upsert_rows(_SCENES_UPSERT, (_scene_row(source, s) for s in scenes))
+        counts = {"new": 0, "updated": 0, "refused": refused}
+        for (inserted,) in returned:
+            counts["new" if inserted else "updated"] += 1
+        return counts
+
+    def _upsert_rows(self, sql: str, rows: Iterable[tuple | None]) -> tuple[list[tuple], int]:
+        """Upserts rows keyed by their second column in one transaction, in key order (concurrent writers
+        then never deadlock); a repeated key keeps its last row, None is a refused item (logged where it was
+        made). Returns what the statement RETURNs per row, and how many were refused."""
+        keyed: dict[str, tuple] = {}
         refused = 0
-        for scene in scenes:
-            row = _scene_row(source, scene)
+        for row in rows:
             if row is None:
                 refused += 1
             else:
-                rows[row[1]] = row
-        counts = {"new": 0, "updated": 0, "refused": refused}
-        if rows:
-            with self._transaction() as cur:
-                returned = execute_values(
-                    cur, _SCENES_UPSERT, [rows[k] for k in sorted(rows)], page_size=PAGE_SIZE, fetch=True
-                )
-            for (inserted,) in returned:
-                counts["new" if inserted else "updated"] += 1
-        return counts
+                keyed[row[1]] = row
+        if not keyed:
+            return [], refused
+        with self._transaction() as cur:
+            returned = execute_values(
+                cur, sql, [keyed[k] for k in sorted(keyed)], page_size=PAGE_SIZE, fetch=True
+            )
+        return returned, refused
 
 
 def _key(value: Any) -> str | None:
