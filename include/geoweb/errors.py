@@ -76,6 +76,14 @@ class HTTPStatusError(FetchError):
         super().__init__(f"HTTP {status}", url=url)
 
 
+class RangeNotHonoured(FetchError):
+    """Raised by detectors reading part of a file when a server answers a Range request with the whole body
+    or with the wrong bytes."""
+
+    reason = "range_unsupported"
+    user_msg = "The server does not support HTTP Range requests"
+
+
 class ConnectionFailed(FetchError):
     """Raised by the fetcher when no connection could be made after retries."""
 

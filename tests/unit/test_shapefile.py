@@ -8,7 +8,8 @@ import pytest
 from pyproj import Transformer
 
 from geoweb.detect import load_detector
-from geoweb.detect.shapefile import ShapefileDetector, find_shapefiles, wgs84_bbox
+from geoweb.detect.crs import reprojected_bbox
+from geoweb.detect.shapefile import ShapefileDetector, find_shapefiles
 from geoweb.fetch import Fetcher
 from geoweb.models import OGC_TYPES
 from geoweb.settings import Settings
@@ -138,8 +139,8 @@ def test_empty_shapefile_has_no_bbox(tmp_path):
         ((1.0, 2.0, 3.0, 4.0), "NOT A CRS", None),
     ],
 )
-def test_wgs84_bbox_edge_cases(bounds, crs, expected):
-    assert wgs84_bbox(bounds, crs) == expected
+def test_reprojected_bbox_edge_cases(bounds, crs, expected):
+    assert reprojected_bbox(bounds, crs) == expected
 
 
 def test_run_without_shapefile_type_detects_nothing(tmp_path):

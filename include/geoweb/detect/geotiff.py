@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from geoweb.detect.base import DetectContext, Detector
-from geoweb.detect.shapefile import RangeNotHonoured, wgs84_bbox
-from geoweb.errors import GeowebError, HTTPStatusError, MalformedContent
+from geoweb.detect.crs import reprojected_bbox
+from geoweb.errors import GeowebError, HTTPStatusError, MalformedContent, RangeNotHonoured
 from geoweb.fetch.response import Response
 from geoweb.links.normalize import normalize_url
 from geoweb.models import Dataset, Resource, sha256
@@ -243,7 +243,7 @@ def geotiff_resource(response: Response, data: bytes, inspected: str) -> Resourc
     crs = f"EPSG:{code}" if code else None
     native = native_bbox(header, first, width, height)
     # without a known CRS, a box is kept only when it is plainly in degrees
-    bbox = wgs84_bbox(native, crs) if native else None
+    bbox = reprojected_bbox(native, crs) if native else None
     tiled = TILE_WIDTH in first and TILE_LENGTH in first
     if not tiled and STRIP_OFFSETS not in first:
         raise MalformedContent("the first image has neither tiles nor strips")

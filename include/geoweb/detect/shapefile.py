@@ -11,21 +11,23 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
-import math
 import posixpath
 import re
 import zipfile
 from dataclasses import dataclass
-from functools import lru_cache
-
-from pyproj import Transformer
-from pyproj.exceptions import CRSError, ProjError
 
 from geoweb.detect.base import DetectContext, Detector
-from geoweb.errors import FetchError, GeowebError, HTTPStatusError, MalformedContent, UnsafeContent
+from geoweb.detect.crs import reprojected_bbox
+from geoweb.errors import (
+    GeowebError,
+    HTTPStatusError,
+    MalformedContent,
+    RangeNotHonoured,
+    UnsafeContent,
+)
 from geoweb.fetch.response import Response
 from geoweb.links.normalize import normalize_url
-from geoweb.models import BBox, Dataset, Resource, sha256, union_bbox
+from geoweb.models import Dataset, Resource, sha256, union_bbox
 from geoweb.settings import Settings
 from geoweb.ziputil import (
     TAIL_BYTES,
@@ -49,13 +51,6 @@ class NoShapefile(MalformedContent):
 
     reason = "no_shapefile"
     user_msg = "The archive holds no shapefile"
-
-
-class RangeNotHonoured(FetchError):
-    """Raised when a server answers a Range request with the whole body or with the wrong bytes."""
-
-    reason = "range_unsupported"
-    user_msg = "The server does not support HTTP Range requests"
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,7 +192,7 @@ def _describe(reader: ZipReader, shapefile: Shapefile, url: str) -> Dataset | No
     crs, features = info["crs"], int(info["features"])
     return Dataset(
         name=shapefile.stem,
-        bbox=wgs84_bbox(info["total_bounds"], crs) if features > 0 else None,
+        bbox=reprojected_bbox(info["total_bounds"], crs) if features > 0 else None,
         extra={
             "path": shapefile.path,
             "features": features,
@@ -218,23 +213,3 @@ def _repack(reader: ZipReader, shapefile: Shapefile) -> bytes:
         for ext, entry in shapefile.members.items():
             archive.writestr("layer" + ext, reader.read(entry))
     return package.getvalue()
-
-
-def wgs84_bbox(bounds, crs: str | None) -> BBox | None:
-    """``bounds`` in ``crs`` as a WGS84 lon/lat box; with no CRS, kept only when it already looks like degrees."""
-    if bounds is None or not all(math.isfinite(v) for v in bounds):
-        return None
-    if crs is None:
-        minx, miny, maxx, maxy = bounds
-        in_degrees = -180 <= minx <= maxx <= 180 and -90 <= miny <= maxy <= 90
-        return tuple(bounds) if in_degrees else None
-    try:
-        box = _to_wgs84(crs).transform_bounds(*bounds, densify_pts=21)
-    except (CRSError, ProjError):
-        return None
-    return box if all(math.isfinite(v) for v in box) else None
-
-
-@lru_cache(maxsize=64)
-def _to_wgs84(crs: str) -> Transformer:
-    return Transformer.from_crs(crs, "EPSG:4326", always_xy=True)
