@@ -8,10 +8,17 @@ from typing import Any
 
 BBox = tuple[float, float, float, float]
 
-# The resource types of the crawl engine; detectors of later types add their own names.
+# The resource types, one family per detector. An OGC API landing page is one resource per API it conforms
+# to, as a MapServer endpoint is one per OGC service it serves.
 OGC_TYPES = ("WMS", "WFS", "WCS", "WMTS", "WPS", "SOS", "CSW")
+OGCAPI_TYPES = (
+    "OGCAPI-FEATURES", "OGCAPI-RECORDS", "OGCAPI-MAPS", "OGCAPI-TILES", "OGCAPI-PROCESSES", "OGCAPI-COVERAGES",
+    "OGCAPI-EDR",
+)  # fmt: skip
+STAC_TYPES = ("STAC", "STAC-API")  # a static catalog or collection; an API with /search
+ARCGIS_TYPES = ("ARCGIS-DIRECTORY", "ARCGIS-MAPSERVER", "ARCGIS-FEATURESERVER", "ARCGIS-IMAGESERVER")
 FILE_TYPES = ("KML", "SHAPEFILE", "GEOJSON", "GEOTIFF")
-ALL_TYPES = OGC_TYPES + FILE_TYPES
+ALL_TYPES = OGC_TYPES + OGCAPI_TYPES + STAC_TYPES + ARCGIS_TYPES + FILE_TYPES
 
 
 @dataclass(slots=True)
