@@ -7,17 +7,16 @@ coordinates (the obsolete ``crs`` member) is not reported, since its extent cann
 
 from __future__ import annotations
 
-import json
 import math
 import posixpath
 import re
 from collections.abc import Iterator
-from typing import Any
 from urllib.parse import urlsplit
 
 from geoweb.detect.base import DetectContext, Detector
-from geoweb.errors import GeowebError, HTTPStatusError, MalformedContent, UnsafeContent
+from geoweb.errors import GeowebError, HTTPStatusError, MalformedContent
 from geoweb.fetch.response import Response
+from geoweb.jsonsafe import parse_json
 from geoweb.links.normalize import normalize_url
 from geoweb.models import BBox, Dataset, Resource, sha256
 
@@ -75,9 +74,7 @@ def geojson_resource(response: Response, max_bytes: int) -> Resource:
         raise HTTPStatusError(response.status, url=response.final_url)
     if not response.complete:
         raise MalformedContent("body incomplete (cut at the size cap)")
-    if len(response.body) > max_bytes:
-        raise UnsafeContent(f"document of {len(response.body)} bytes is over the cap of {max_bytes}")
-    document = parse_json(response.body)
+    document = parse_json(response.body, max_bytes=max_bytes, invalid=NotGeoJSON)
     if not isinstance(document, dict):
         raise NotGeoJSON("the document is not a JSON object")
     geometries = list(_geometries(document))
@@ -104,21 +101,6 @@ def geojson_resource(response: Response, max_bytes: int) -> Resource:
         extra={"type": document["type"], **extra},
         content_sha256=sha256(response.body),
     )
-
-
-def parse_json(body: bytes) -> Any:
-    """The parsed document; NaN and Infinity are rejected, and numbers too large for a float too."""
-
-    def no_constant(name: str) -> float:
-        raise ValueError(f"{name} is not a JSON number")
-
-    try:
-        # parse_int=float: a 5000-digit integer becomes inf (rejected when used) instead of a slow bignum
-        return json.loads(body, parse_constant=no_constant, parse_int=float)
-    except RecursionError as exc:
-        raise UnsafeContent("JSON nested too deeply") from exc
-    except ValueError as exc:  # also JSONDecodeError and UnicodeDecodeError
-        raise NotGeoJSON(f"not JSON: {exc}") from exc
 
 
 def _geometries(document: dict) -> Iterator[dict]:
