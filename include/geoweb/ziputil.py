@@ -14,6 +14,7 @@ from geoweb.errors import MalformedContent, UnsafeContent
 
 ZIP_MAGIC = b"PK\x03\x04"
 _LOCAL = struct.Struct("<26xHH")  # signature ... name length, extra length
+LOCAL_HEADER_BYTES = _LOCAL.size
 _CENTRAL = struct.Struct("<8xHH4xLLLHHH8xL")  # 46 bytes: signature ... local header offset
 _EOCD = struct.Struct("<4s4H2LH")  # 22 bytes
 _ZIP64_LOCATOR = struct.Struct("<4sLQL")  # 20 bytes
@@ -145,9 +146,18 @@ class ZipReader:
     expansion (above ``RATIO_FLOOR_BYTES``). Both are counted on the bytes actually produced.
     """
 
-    def __init__(self, data: bytes, *, max_ratio: int, max_bytes: int, max_members: int = MAX_MEMBERS):
+    def __init__(
+        self,
+        data: bytes,
+        *,
+        max_ratio: int,
+        max_bytes: int,
+        max_members: int = MAX_MEMBERS,
+        entries: list[ZipEntry] | None = None,
+    ):
+        """``entries`` given: ``data`` is a part of an archive holding those members (offsets into ``data``)."""
         self.data = data
-        self.entries = list_members(data, max_members=max_members)
+        self.entries = list_members(data, max_members=max_members) if entries is None else entries
         self.max_ratio = max_ratio
         self.budget = max_bytes
 
@@ -177,15 +187,20 @@ class ZipReader:
         self.budget -= len(content)
         return content
 
-    def _compressed(self, entry: ZipEntry) -> memoryview:
+    def member_end(self, entry: ZipEntry) -> int:
+        """The offset just past a member's data, from its local header (whose extra field may differ in
+        length from the central directory's)."""
         pos = entry.header_offset
         if pos + _LOCAL.size > len(self.data) or self.data[pos : pos + 4] != ZIP_MAGIC:
             raise MalformedContent(f"member {entry.name!r}: no local header at offset {pos}")
         name_len, extra_len = _LOCAL.unpack_from(self.data, pos)
-        start = pos + _LOCAL.size + name_len + extra_len
-        if start + entry.compressed_size > len(self.data):
+        return pos + _LOCAL.size + name_len + extra_len + entry.compressed_size
+
+    def _compressed(self, entry: ZipEntry) -> memoryview:
+        end = self.member_end(entry)
+        if end > len(self.data):
             raise MalformedContent(f"member {entry.name!r}: data runs past the end of the archive")
-        return memoryview(self.data)[start : start + entry.compressed_size]
+        return memoryview(self.data)[end - entry.compressed_size : end]
 
     def _too_big(self, entry: ZipEntry, limit: int) -> str:
         if limit == self.budget:

@@ -317,3 +317,67 @@ def test_hostile_input_does_not_stop_the_good_input(caplog, tmp_path):
         ("SHAPEFILE", "http://h/good.zip"),
     ]
     assert ctx.stats["kml/miss/unsafe_content"] == 2 and ctx.stats["kml/miss/not_kml"] == 1
+
+
+# --- a KMZ over the body cap, read by Range: the same limits, no download -----------------------------------
+
+
+async def kmz_range_miss(handler, caplog, settings=None):
+    settings = settings or Settings()
+    async with serve({"/big.kmz": handler}) as base:
+        first = await LoopbackFetch(settings)(f"{base}/big.kmz")
+        fetch = LoopbackFetch(settings)
+        ctx = context(fetch, settings=settings)
+        with caplog.at_level(logging.INFO, logger="geoweb.detect"):
+            resources = await KMLDetector().detect(first, ctx)
+    *_, verdict = [r for r in caplog.records if r.name == "geoweb.detect"]
+    return resources, verdict.getMessage(), fetch, ctx.stats
+
+
+def padded_kmz(tmp_path, doc_kml: bytes, *, compression=zipfile.ZIP_DEFLATED, name="doc.kml"):
+    path = tmp_path / "big.kmz"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(name, doc_kml, compress_type=compression)
+        archive.writestr("files/photo.jpg", os.urandom(11 * MB), compress_type=zipfile.ZIP_STORED)
+    return path
+
+
+def test_kmz_by_range_bomb_stops_at_the_ratio_cap(caplog, tmp_path):
+    path = padded_kmz(tmp_path, kml_bytes("<Document><name>" + " " * (30 * MB) + "</name></Document>"))
+    resources, message, fetch, _ = asyncio.run(kmz_range_miss(file_handler(path), caplog))
+    assert resources == [] and "(unsafe_content)" in message and "zip bomb" in message
+    assert fetch.bytes < TAIL_BYTES + 200_000  # the compressed member only, never the photos
+
+
+def test_kmz_by_range_member_over_the_cap_is_not_read(caplog, tmp_path):
+    path = padded_kmz(tmp_path, os.urandom(2 * MB), compression=zipfile.ZIP_STORED)
+    settings = Settings(kml_max_bytes=1 * MB)
+    resources, message, fetch, _ = asyncio.run(kmz_range_miss(file_handler(path), caplog, settings))
+    assert resources == [] and "(unsafe_content)" in message and "over the cap" in message
+    assert fetch.requests == 1  # the directory's claim alone refuses it
+
+
+def test_kmz_by_range_without_kml_member(caplog, tmp_path):
+    path = padded_kmz(tmp_path, PARKS_KML, name="readme.txt")
+    resources, message, _, stats = asyncio.run(kmz_range_miss(file_handler(path), caplog))
+    assert resources == [] and "(not_kml)" in message and stats["kml/miss/not_kml"] == 1
+
+
+def test_kmz_by_range_lying_directory_offset(caplog, tmp_path):
+    """A directory pointing doc.kml's header at the photos: no local header there, a clear miss."""
+    path = padded_kmz(tmp_path, PARKS_KML)
+    data = bytearray(path.read_bytes())
+    directory = data.rfind(b"PK\x01\x02", 0, len(data) - 22)
+    first_entry = data.find(b"PK\x01\x02")
+    assert first_entry < directory  # doc.kml's record comes first
+    struct.pack_into("<L", data, first_entry + 42, 5 * MB)
+    path.write_bytes(bytes(data))
+    resources, message, _, _ = asyncio.run(kmz_range_miss(file_handler(path), caplog))
+    assert resources == [] and "(malformed)" in message and "no local header" in message
+
+
+def test_kmz_by_range_on_a_server_ignoring_range(caplog, tmp_path):
+    path = padded_kmz(tmp_path, PARKS_KML)
+    resources, message, fetch, _ = asyncio.run(kmz_range_miss(range_ignoring_handler(path), caplog))
+    assert resources == [] and "(range_unsupported)" in message
+    assert fetch.requests == 1 and fetch.bytes == 0

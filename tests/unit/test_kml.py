@@ -1,13 +1,28 @@
 """KML and KMZ detection: what is accepted, what is confirmed, and what is extracted."""
 
 import asyncio
+import os
+import zipfile
+from zipfile import ZIP_STORED as STORED
 
 import pytest
 
 from geoweb.detect import load_detector
 from geoweb.detect.kml import KMLDetector
 from geoweb.models import OGC_TYPES
-from tests.data.files.make_fixtures import PARKS_KML, context, kml_bytes, response, zip_bytes
+from geoweb.settings import Settings
+from geoweb.ziputil import TAIL_BYTES
+from tests.data.files.make_fixtures import (
+    MB,
+    PARKS_KML,
+    LoopbackFetch,
+    context,
+    file_handler,
+    kml_bytes,
+    response,
+    serve,
+    zip_bytes,
+)
 
 KMZ_HEADERS = {"content-type": "application/vnd.google-earth.kmz"}
 
@@ -136,3 +151,55 @@ def test_registered_under_its_short_name():
     detector = load_detector("kml")
     assert isinstance(detector, KMLDetector)
     assert (detector.name, detector.types) == ("kml", ("KML",))
+
+
+# --- over the body cap: the directory, then doc.kml, through HTTP Range ---------------------------------------
+
+
+def big_kmz(tmp_path, *, padding: int = 12 * MB, comment: bytes = b"", doc: bytes = PARKS_KML):
+    """A KMZ whose photos push it over the body cap; doc.kml sits before them, as Google Earth writes it."""
+    path = tmp_path / "parks.kmz"
+    members = {"doc.kml": doc, "files/photo.jpg": os.urandom(padding)}
+    path.write_bytes(zip_bytes(members, compression=STORED, comment=comment))
+    return path
+
+
+async def crawl_and_detect(handler, settings=None):
+    """What the crawl does: a capped GET that reads nothing, then the detector's Range reads."""
+    settings = settings or Settings()
+    async with serve({"/files/parks.kmz": handler}) as base:
+        first = await LoopbackFetch(settings)(f"{base}/files/parks.kmz")
+        fetch = LoopbackFetch(settings)
+        ctx = context(fetch, settings=settings)
+        resources = await KMLDetector().detect(first, ctx)
+    return first, fetch, resources, ctx.stats
+
+
+def test_kmz_over_the_cap_read_by_range(tmp_path):
+    path = big_kmz(tmp_path)
+    first, fetch, [resource], stats = asyncio.run(crawl_and_detect(file_handler(path)))
+    assert not first.complete and first.body == b""
+    assert resource.url.endswith("/files/parks.kmz")
+    assert (resource.title, resource.extra) == ("City parks", {"placemarks": 4, "format": "kmz"})
+    assert [d.name for d in resource.datasets] == ["Parks", "Trails"]
+    assert resource.content_sha256 is None  # the file was never held whole
+    # the tail (with the directory), then doc.kml's header and data: the photos are never read
+    assert fetch.requests == stats["kml/range_requests"] == 2
+    assert fetch.sent[0] == {"Range": f"bytes=-{TAIL_BYTES}"}
+    assert fetch.bytes < TAIL_BYTES + len(PARKS_KML) + 2048
+
+
+def test_kmz_by_range_with_a_long_member_extra_field(tmp_path, monkeypatch):
+    """A local extra field longer than the allowance costs one more request, not a wrong read."""
+    monkeypatch.setattr("geoweb.detect.rangezip.EXTRA_FIELD_ALLOWANCE", 0)
+    path = big_kmz(tmp_path)
+    _, fetch, [resource], _ = asyncio.run(crawl_and_detect(file_handler(path)))
+    assert resource.title == "City parks" and fetch.requests == 2  # the name's allowance covers 0 extra
+    # a member whose local header carries 600 extra bytes
+    with zipfile.ZipFile(path, "w", STORED) as archive:
+        info = zipfile.ZipInfo("doc.kml")
+        info.extra = b"\x99\x99" + (596).to_bytes(2, "little") + b"x" * 596
+        archive.writestr(info, PARKS_KML)
+        archive.writestr("files/photo.jpg", os.urandom(12 * MB))
+    _, fetch, [resource], _ = asyncio.run(crawl_and_detect(file_handler(path)))
+    assert resource.title == "City parks" and fetch.requests == 3

@@ -3,6 +3,9 @@
 A URL ending in .kml proves nothing (a soft-404 HTML page is not a KML file), and a KML file may come from a
 URL without the extension (``download?id=5`` with ``Content-Disposition: filename="parks.kmz"``).
 
+A KMZ too large to download (photos and overlays make them large) is read in parts with HTTP Range
+requests: its central directory, then its main KML alone.
+
 Datasets: one per top-level Folder of the document, or the document itself when it has no Folder. The bbox is
 the WGS84 extent of every coordinate in Point, LineString, LinearRing and gx:Track geometries.
 """
@@ -16,13 +19,14 @@ from collections.abc import Iterator
 from lxml import etree
 
 from geoweb.detect.base import DetectContext, Detector
+from geoweb.detect.rangezip import read_member, remote_directory
 from geoweb.errors import GeowebError, HTTPStatusError, MalformedContent
 from geoweb.fetch.response import Response
 from geoweb.links.normalize import normalize_url
 from geoweb.models import BBox, Dataset, Resource, sha256
 from geoweb.settings import Settings
 from geoweb.xmlsafe import parse_xml
-from geoweb.ziputil import TAIL_BYTES, ZIP_MAGIC, ZipReader
+from geoweb.ziputil import TAIL_BYTES, ZIP_MAGIC, ZipEntry, ZipReader
 
 log = logging.getLogger("geoweb.detect")
 
@@ -34,7 +38,8 @@ KML_NAMESPACES = {
     "http://earth.google.com/kml/2.2": "2.2",
 }
 GX = "http://www.google.com/kml/ext/2.2"
-KML_MEDIA_TYPES = ("application/vnd.google-earth.kml+xml", "application/vnd.google-earth.kmz")
+KMZ_MEDIA_TYPE = "application/vnd.google-earth.kmz"
+KML_MEDIA_TYPES = ("application/vnd.google-earth.kml+xml", KMZ_MEDIA_TYPE)
 KML_EXTENSIONS = (".kml", ".kmz")
 _KML_ROOT = re.compile(rb"<(?:[\w.-]+:)?kml[\s>/]")
 _KML_MEMBER = re.compile(rb"(?i)\.kml")
@@ -62,7 +67,15 @@ class KMLDetector(Detector):
         if not ctx.wants("KML"):
             return []
         try:
-            resource = kml_resource(response, ctx.settings)
+            if not 200 <= response.status < 300:
+                raise HTTPStatusError(response.status, url=response.final_url)
+            if response.complete:
+                fmt, document = kml_document(response.body, ctx.settings)
+            elif _names_kmz(response):  # too large to download: only its main KML is read
+                fmt, document = "kmz", await kmz_document_by_range(response.final_url, ctx)
+            else:
+                raise MalformedContent("body incomplete (cut at the size cap)")
+            resource = kml_resource(response, fmt, document, ctx.settings)
         except GeowebError as exc:
             return ctx.miss(self.name, response.final_url, exc)
         ctx.stats["kml/found"] += 1
@@ -78,16 +91,25 @@ def _looks_like_kml(body: bytes) -> bool:
     return bool(_KML_ROOT.search(body, 0, 1024))
 
 
-def kml_resource(response: Response, settings: Settings) -> Resource:
-    """The KML resource a response proves; raises a GeowebError saying why not."""
-    if not 200 <= response.status < 300:
-        raise HTTPStatusError(response.status, url=response.final_url)
-    if not response.complete:
-        raise MalformedContent("body incomplete (cut at the size cap)")
-    if response.body.startswith(ZIP_MAGIC):
-        fmt, document, limit = "kmz", kmz_document(response.body, settings), settings.kml_max_bytes
-    else:
-        fmt, document, limit = "kml", response.body, settings.max_xml_bytes
+def _names_kmz(response: Response) -> bool:
+    return (
+        response.names_file(".kmz")
+        or response.content_type == KMZ_MEDIA_TYPE
+        or response.body.startswith(ZIP_MAGIC)
+    )
+
+
+def kml_document(body: bytes, settings: Settings) -> tuple[str, bytes]:
+    """The format ("kml" or "kmz") of a whole file and its KML document."""
+    if body.startswith(ZIP_MAGIC):
+        return "kmz", kmz_document(body, settings)
+    return "kml", body
+
+
+def kml_resource(response: Response, fmt: str, document: bytes, settings: Settings) -> Resource:
+    """The KML resource ``document`` (the file, or a KMZ's main KML) proves; raises a GeowebError saying why
+    not."""
+    limit = settings.kml_max_bytes if fmt == "kmz" else settings.max_xml_bytes
     root = parse_xml(document, max_bytes=limit)
     qname = etree.QName(root)
     if qname.localname != "kml":
@@ -117,13 +139,27 @@ def kml_resource(response: Response, settings: Settings) -> Resource:
 
 
 def kmz_document(body: bytes, settings: Settings) -> bytes:
-    """The main KML of a KMZ: doc.kml at the root, else the first .kml member."""
+    """The main KML of a KMZ held whole in ``body``."""
     reader = ZipReader(body, max_ratio=settings.zip_max_ratio, max_bytes=settings.kml_max_bytes)
-    kmls = [entry for entry in reader.entries if entry.name.lower().endswith(".kml")]
+    return reader.read(_main_kml(reader.entries))
+
+
+async def kmz_document_by_range(url: str, ctx: DetectContext) -> bytes:
+    """The main KML of a KMZ too large to download: its directory, then that member, read by Range."""
+    entries, _ = await remote_directory(ctx, url, counter="kml")
+    settings = ctx.settings
+    return await read_member(
+        ctx, url, _main_kml(entries), max_ratio=settings.zip_max_ratio, max_bytes=settings.kml_max_bytes,
+        counter="kml",
+    )  # fmt: skip
+
+
+def _main_kml(entries: list[ZipEntry]) -> ZipEntry:
+    """doc.kml at the root, else the first .kml member."""
+    kmls = [entry for entry in entries if entry.name.lower().endswith(".kml")]
     if not kmls:
         raise NotKML("KMZ archive holds no .kml file")
-    main = next((entry for entry in kmls if entry.name.lower() == "doc.kml"), kmls[0])
-    return reader.read(main)
+    return next((entry for entry in kmls if entry.name.lower() == "doc.kml"), kmls[0])
 
 
 def _container(root: etree._Element, ns: str) -> etree._Element:

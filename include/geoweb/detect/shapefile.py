@@ -12,17 +12,16 @@ import asyncio
 import io
 import logging
 import posixpath
-import re
 import zipfile
 from dataclasses import dataclass
 
 from geoweb.detect.base import DetectContext, Detector
 from geoweb.detect.crs import reprojected_bbox
+from geoweb.detect.rangezip import remote_directory
 from geoweb.errors import (
     GeowebError,
     HTTPStatusError,
     MalformedContent,
-    RangeNotHonoured,
     UnsafeContent,
 )
 from geoweb.fetch.response import Response
@@ -30,12 +29,9 @@ from geoweb.links.normalize import normalize_url
 from geoweb.models import Dataset, Resource, sha256, union_bbox
 from geoweb.settings import Settings
 from geoweb.ziputil import (
-    TAIL_BYTES,
     ZIP_MAGIC,
     ZipEntry,
     ZipReader,
-    locate_directory,
-    parse_directory,
 )
 
 log = logging.getLogger("geoweb.detect")
@@ -43,7 +39,6 @@ log = logging.getLogger("geoweb.detect")
 ZIP_MEDIA_TYPES = ("application/zip", "application/x-zip-compressed")
 REQUIRED = (".shp", ".shx", ".dbf")
 SIDECARS = (".prj", ".cpg")  # read when present: the CRS and the .dbf encoding
-_CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
 
 
 class NoShapefile(MalformedContent):
@@ -123,40 +118,10 @@ def shapefile_resource(response: Response, settings: Settings) -> Resource:
 
 async def shapefile_resource_by_range(response: Response, ctx: DetectContext) -> Resource:
     """The resource of a ZIP too large to download, from its central directory read with Range requests."""
-    url = response.final_url
-    tail, archive_bytes = await read_range(ctx, url, None, TAIL_BYTES)
-    location = locate_directory(tail, archive_bytes)
-    if location.size > ctx.settings.max_body_bytes:
-        raise UnsafeContent(f"central directory of {location.size} bytes is over the body cap")
-    in_tail = location.offset - (archive_bytes - len(tail))
-    if in_tail >= 0:
-        directory = tail[in_tail : in_tail + location.size]
-    else:
-        directory, _ = await read_range(ctx, url, location.offset, location.size)
-    shapefiles = _require_shapefiles(find_shapefiles(parse_directory(directory, location.count)))
+    entries, archive_bytes = await remote_directory(ctx, response.final_url, counter="shapefile")
+    shapefiles = _require_shapefiles(find_shapefiles(entries))
     datasets = [Dataset(name=s.stem, extra={"path": s.path}) for s in shapefiles]
     return _resource(response, archive_bytes, shapefiles, datasets, "range")
-
-
-async def read_range(ctx: DetectContext, url: str, start: int | None, length: int) -> tuple[bytes, int]:
-    """``length`` bytes from ``start`` (None: the last ``length`` bytes) and the size of the whole file.
-
-    The fetch is capped at ``length``, so a server that ignores Range costs no download.
-    """
-    spec = f"bytes=-{length}" if start is None else f"bytes={start}-{start + length - 1}"
-    ctx.stats["shapefile/range_requests"] += 1
-    response = await ctx.fetch(url, headers={"Range": spec}, max_bytes=length)
-    content_range = response.headers.get("content-range", "")
-    match = _CONTENT_RANGE.fullmatch(content_range.strip())
-    if response.status != 206 or match is None:
-        raise RangeNotHonoured(f"HTTP {response.status} to {spec!r}; the archive is not downloaded")
-    first, last, total = map(int, match.groups())
-    wanted = (max(total - length, 0), total - 1) if start is None else (start, start + length - 1)
-    if (first, last) != wanted or len(response.body) != last - first + 1:
-        raise RangeNotHonoured(
-            f"Content-Range {content_range!r} with {len(response.body)} bytes does not answer {spec!r}"
-        )
-    return response.body, total
 
 
 def _require_shapefiles(shapefiles: list[Shapefile]) -> list[Shapefile]:

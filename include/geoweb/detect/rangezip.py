@@ -1,0 +1,80 @@
+"""A ZIP too large to download, read in parts with HTTP Range requests: its central directory, then the one
+member a detector needs (a KMZ's doc.kml). Every read is capped at its length, so a server that ignores Range
+costs no download; it is left alone with RangeNotHonoured.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from geoweb.detect.base import DetectContext
+from geoweb.errors import MalformedContent, RangeNotHonoured, UnsafeContent
+from geoweb.ziputil import (
+    LOCAL_HEADER_BYTES,
+    TAIL_BYTES,
+    ZipEntry,
+    ZipReader,
+    locate_directory,
+    parse_directory,
+)
+
+_CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
+# Room for a member's local extra field, read with its header and data in one request; real archives hold
+# a few dozen bytes there, and a longer one costs a second request.
+EXTRA_FIELD_ALLOWANCE = 1024
+
+
+async def read_range(
+    ctx: DetectContext, url: str, start: int | None, length: int, *, counter: str
+) -> tuple[bytes, int]:
+    """``length`` bytes from ``start`` (None: the last ``length`` bytes) and the size of the whole file;
+    counted as ``<counter>/range_requests``."""
+    spec = f"bytes=-{length}" if start is None else f"bytes={start}-{start + length - 1}"
+    ctx.stats[f"{counter}/range_requests"] += 1
+    response = await ctx.fetch(url, headers={"Range": spec}, max_bytes=length)
+    content_range = response.headers.get("content-range", "")
+    match = _CONTENT_RANGE.fullmatch(content_range.strip())
+    if response.status != 206 or match is None:
+        raise RangeNotHonoured(f"HTTP {response.status} to {spec!r}; the archive is not downloaded")
+    first, last, total = map(int, match.groups())
+    wanted = (max(total - length, 0), total - 1) if start is None else (start, min(start + length, total) - 1)
+    if (first, last) != wanted or len(response.body) != last - first + 1:
+        raise RangeNotHonoured(
+            f"Content-Range {content_range!r} with {len(response.body)} bytes does not answer {spec!r}"
+        )
+    return response.body, total
+
+
+async def remote_directory(ctx: DetectContext, url: str, *, counter: str) -> tuple[list[ZipEntry], int]:
+    """The members of the archive at ``url`` and its size, in one or two Range requests."""
+    tail, archive_bytes = await read_range(ctx, url, None, TAIL_BYTES, counter=counter)
+    location = locate_directory(tail, archive_bytes)
+    if location.size > ctx.settings.max_body_bytes:
+        raise UnsafeContent(f"central directory of {location.size} bytes is over the body cap")
+    in_tail = location.offset - (archive_bytes - len(tail))
+    if in_tail >= 0:
+        directory = tail[in_tail : in_tail + location.size]
+    else:
+        directory, _ = await read_range(ctx, url, location.offset, location.size, counter=counter)
+    return parse_directory(directory, location.count), archive_bytes
+
+
+async def read_member(
+    ctx: DetectContext, url: str, entry: ZipEntry, *, max_ratio: int, max_bytes: int, counter: str
+) -> bytes:
+    """One member, decompressed under the same bomb limits as ``ZipReader``: its local header and data are
+    read with one Range request (two when its extra field is unusually long)."""
+    if entry.compressed_size > max_bytes:
+        raise UnsafeContent(f"member {entry.name!r} of {entry.compressed_size} bytes is over the cap")
+    length = LOCAL_HEADER_BYTES + 4 * len(entry.name) + EXTRA_FIELD_ALLOWANCE + entry.compressed_size
+    chunk, _ = await read_range(ctx, url, entry.header_offset, length, counter=counter)
+    member = replace(entry, header_offset=0)
+    reader = ZipReader(chunk, max_ratio=max_ratio, max_bytes=max_bytes, entries=[member])
+    needed = reader.member_end(member)
+    if needed > len(chunk):
+        chunk, _ = await read_range(ctx, url, entry.header_offset, needed, counter=counter)
+        reader = ZipReader(chunk, max_ratio=max_ratio, max_bytes=max_bytes, entries=[member])
+    if reader.member_end(member) > len(chunk):
+        raise MalformedContent(f"member {entry.name!r}: data runs past the end of the archive")
+    return reader.read(member)
