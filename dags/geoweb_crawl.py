@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from airflow.sdk import Param, TriggerRule, dag, get_current_context, task
 
 from geoweb.harvest.params import MAX_LEVEL, param_specs
-from geoweb_airflow import connector_config, harvest_store
+from geoweb_airflow import POLICIES_VARIABLE, connector_config, harvest_store, url_policies
 
 CRAWL_POOL = "geoweb_crawl"
 SEEDS_VARIABLE = "geoweb_seeds"  # a JSON list of seed URLs for runs whose conf has none (scheduled runs)
@@ -28,7 +28,9 @@ A failed run resumes: clear its failed tasks and only the URLs not yet done are 
 as run conf from the CLI (`airflow dags trigger geoweb_crawl --conf '{{"seeds": ["https://..."]}}'`) and
 the REST API. Levels beyond `max_level` (at most {MAX_LEVEL}) are skipped. A run without `seeds` (a
 scheduled run) takes them from the Airflow Variable `{SEEDS_VARIABLE}` (a JSON list of URLs); with neither,
-`start_run` fails. A bad conf fails `start_run` at once, naming the key.
+`start_run` fails. A bad conf fails `start_run` at once, naming the key. URL-pattern policies (skip or fetch
+by regular expression) come from `url_policies`, else the Variable `{POLICIES_VARIABLE}`, else
+`GEOWEB_URL_POLICIES`.
 
 `seed_search` searches the keywords of the run's types (`keywords_by_type`, then `keywords`) with each of
 `search_providers` (web search: `searxng`, `google`, `brave`; data portals: `datagov`, `ckan`), reading
@@ -52,6 +54,8 @@ def _run(default_seeds: bool = False):
     conf = dict(context["params"])
     if default_seeds and not conf.get("seeds"):
         conf["seeds"] = Variable.get(SEEDS_VARIABLE, default=[], deserialize_json=True)
+    if not conf.get("url_policies"):
+        conf["url_policies"] = url_policies()
     try:
         return context["dag_run"].run_id, HarvestParams.from_conf(conf)
     except InvalidParams as exc:

@@ -7,7 +7,7 @@ import json
 import shutil
 from typing import Any
 
-from testweb import catalogue, data, files, httpd, mapserver, sites, tiles, truth, wps
+from testweb import catalogue, data, files, httpd, mapserver, ogcapi, sites, stac, tiles, truth, wps
 from testweb.layout import BUILD_STAMP, CONF, DATA, LOGS, MANIFEST, RUN, SITES, SOURCE
 
 
@@ -34,12 +34,14 @@ def build() -> dict[str, Any]:
     data.write_vectors(mapserver.VECTOR_DIR)
     data.write_rasters(mapserver.RASTER_DIR)
     files.write_files()
+    stac.write_catalog()
     sites.write_sites()
     mapserver.write_config()
     mapserver.write_echo_document()
     httpd.write_config()
     tiles.write_config()
     wps.write_config()
+    ogcapi.write_config()
     catalogue.write_config()
     catalogue.load_records()
     MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n")

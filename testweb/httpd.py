@@ -4,8 +4,19 @@ from __future__ import annotations
 
 from string import Template
 
-from testweb import files, mapserver, web
-from testweb.layout import CONF, HOST, LOGS, MAPSERVER, RUN, SITE_PORTS, SITES, TEMPLATES, site_root
+from testweb import files, mapserver, stac, web
+from testweb.layout import (
+    CONF,
+    HOST,
+    LOGS,
+    MAPSERVER,
+    RUN,
+    SITE_PORTS,
+    SITES,
+    STAC_CATALOG,
+    TEMPLATES,
+    site_root,
+)
 
 CONFIG_FILE = CONF / "lighttpd.conf"
 SITE_NAMES = {site.port: site.name.lower().replace(" ", "-") for site in web.SITES}
@@ -60,6 +71,8 @@ def render() -> str:
             body.append(_mapserver_block())
         if port == files.PARKS.port:
             body.append(_download_block())
+        if port == STAC_CATALOG:
+            body.append(stac.lighttpd_block())
         blocks.append(f'$SERVER["socket"] == "{HOST}:{port}" {{\n' + "\n".join(body) + "\n}")
     return Template((TEMPLATES / "lighttpd.conf").read_text()).substitute(
         first_port=SITE_PORTS[0], sites=SITES, logs=LOGS, sockets="\n\n".join(blocks)

@@ -19,8 +19,12 @@ DECOYS = 18020  # our aiohttp decoy server
 PYCSW = 18030
 PYWPS = 18031
 MAPPROXY = 18032
+OGCAPI = 18040  # pygeoapi
+STAC_CATALOG = 18041  # lighttpd: a static STAC catalog with COG assets
+STAC_API = 18042  # stac-fastapi-static over that catalog
+ARCGIS = 18043  # our aiohttp stand-in of ArcGIS Server's REST API (testweb/arcgis.py)
 
-SITE_PORTS = (PORTAL, AGENCY, UNIVERSITY, BLOG, DOWNLOADS, MAPSERVER)
+SITE_PORTS = (PORTAL, AGENCY, UNIVERSITY, BLOG, DOWNLOADS, MAPSERVER, STAC_CATALOG)
 SOFTWARE = {  # what answers on each port
     PORTAL: "lighttpd",
     AGENCY: "lighttpd",
@@ -32,6 +36,10 @@ SOFTWARE = {  # what answers on each port
     PYCSW: "pycsw",
     PYWPS: "PyWPS",
     MAPPROXY: "MapProxy",
+    OGCAPI: "pygeoapi",
+    STAC_CATALOG: "lighttpd",
+    STAC_API: "stac-fastapi-static",
+    ARCGIS: "ArcGIS Server stand-in",
 }
 
 REPO = Path(__file__).resolve().parents[1]

@@ -13,18 +13,21 @@ from pathlib import Path
 
 from stack.supervisor import Service, StartError, answers, launch, running_pid, state, stop, wait_until_up
 from stack.supervisor import start as start_services
-from testweb import catalogue, httpd, mapserver, tiles, wps
+from testweb import arcgis, catalogue, httpd, mapserver, ogcapi, stac, tiles, wps
 from testweb.layout import (
+    ARCGIS,
     DECOYS,
     LOGS,
     MAIN_PYTHON,
     MAPPROXY,
+    OGCAPI,
     PYCSW,
     PYWPS,
     RUN,
     SERVER_VENV,
     SITE_PORTS,
     SOURCE,
+    STAC_API,
     origin,
 )
 from testweb.model import with_query
@@ -80,6 +83,11 @@ SERVERS = (
               _capabilities(wps.URL, "WPS")),
     _gunicorn("mapproxy", MAPPROXY, "mapproxy_app:application", ("MAPPROXY_CONFIG", str(tiles.CONFIG_FILE)),
               _capabilities(tiles.KVP_URL, "WMTS")),
+    _gunicorn("pygeoapi", OGCAPI, "pygeoapi_app:application", ("PYGEOAPI_CONFIG", str(ogcapi.CONFIG_FILE)),
+              ogcapi.URL),
+    Server(stac.API_NAME, stac.api_command(STAC_API), (stac.API_URL,), stac.API_ENV),
+    Server("arcgis", (str(MAIN_PYTHON), "-m", "testweb.arcgis", "--port", str(ARCGIS), "--access-log",
+                      str(LOGS / f"{ARCGIS}-arcgis.access.log")), (f"{arcgis.DIRECTORY_10}?f=json",)),
 )  # fmt: skip
 
 

@@ -51,14 +51,29 @@ def walk(planted: dict[str, Planted], *, obey_robots: bool) -> dict[str, tuple[i
                     queue.append(target)
             elif canonical(target) in planted:
                 found.setdefault(canonical(target), (levels[url] + 1, url))
+            elif target in web.ALIASES:
+                found.setdefault(web.ALIASES[target], (levels[url] + 1, url))
             elif canonical(target) not in decoys:
                 raise ValueError(f"{url} links to {target}: neither a page, a planted resource nor a decoy")
     return found
 
 
+def reach_from_others(reached: dict[str, tuple[int, str, str]]) -> None:
+    """Lowers the level of resources found from another planted one (``web.REACHED_FROM``) when that is
+    sooner than by links; one pass per edge settles every chain of them."""
+    for _ in web.REACHED_FROM:
+        for url, other, hops in web.REACHED_FROM:
+            if other not in reached:
+                continue
+            level, source, via = reached[other]
+            if url not in reached or level + hops < reached[url][0]:
+                reached[url] = (level + hops, source if hops == 0 else other, via)
+
+
 def manifest() -> dict[str, Any]:
     planted = {p.url: p for p in web.planted()}
     reached = {url: (*found, "links") for url, found in walk(planted, obey_robots=True).items()}
+    reach_from_others(reached)
     for url, (level, source) in walk(planted, obey_robots=False).items():
         reached.setdefault(url, (level, source, "robots-excluded"))
     csw_level = reached[catalogue.URL][0]

@@ -8,8 +8,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from testweb import catalogue, files, tiles, wps
-from testweb.layout import AGENCY, BLOG, DECOYS, DOWNLOADS, MAPSERVER, PORTAL, UNIVERSITY, origin
+from testweb import arcgis, catalogue, files, ogcapi, stac, tiles, wps
+from testweb.layout import (
+    AGENCY,
+    BLOG,
+    DECOYS,
+    DOWNLOADS,
+    MAPSERVER,
+    PORTAL,
+    STAC_CATALOG,
+    UNIVERSITY,
+    origin,
+)
 from testweb.mapserver import ECHO, REGIONS, RIVERS, SERVED
 from testweb.model import Decoy, Planted
 
@@ -79,6 +89,21 @@ SITES = (
                     Link(f"{origin(AGENCY)}/", "Environment Agency"),
                     Link(f"{origin(UNIVERSITY)}/", "Geography Department"),
                     Link(CALENDAR_START, "Events calendar"),
+                    Link("imagery.html", "Satellite imagery"),
+                ),
+            ),
+            Page(
+                "/imagery.html",
+                "Satellite imagery",
+                "Scenes, elevation models and footprints; the catalogue speaks STAC.",
+                (
+                    Link(stac.CATALOG_URL, "Imagery catalogue (STAC)"),
+                    Link(f"{stac.SITE}/", "Browse the catalogue"),
+                    Link(stac.LARGE_COG, "Andes land cover 2024 (Cloud Optimized GeoTIFF, 11 MB)"),
+                    Link(stac.FOOTPRINTS, "Scene footprints (GeoJSON)"),
+                    Link(stac.SITE + stac.JPEG_TIF_PATH, "Quick-look (TIFF)"),
+                    Link(stac.SITE + stac.HTML_GEOJSON_PATH, "Boundaries (GeoJSON)"),
+                    Link(stac.SITE + stac.BROKEN_STAC_PATH, "Legacy catalogue"),
                 ),
             ),
             Page(
@@ -94,6 +119,9 @@ SITES = (
                         "code",
                     ),
                     Link(f"{EXCEPTION_ENDPOINT}?service=WMS&request=GetCapabilities", "Legacy map server"),
+                    Link(arcgis.DIRECTORY_10, "City GIS server (ArcGIS REST services directory)"),
+                    Link(arcgis.SECURED_SERVICE, "Parcels (staff only)"),
+                    Link(arcgis.VERSION_ONLY, "GIS server status", "text"),
                 ),
             ),
             Page(
@@ -161,6 +189,7 @@ SITES = (
                     Link(files.PARKS.url, "National parks (Google Earth)"),
                     Link(files.PARCELS.url, "Parcels (large shapefile)"),
                     Link(SOFT_404_KML, "Lakes (KML)"),
+                    Link(arcgis.PARKS_LAYER, "City parks (feature layer)"),
                     Link(files.README_ZIP.url, "Station list (zip)"),
                 ),
             ),
@@ -184,6 +213,7 @@ SITES = (
                 (
                     Link(tiles.REST_CAPABILITIES_URL, "Tiles", "area"),
                     Link(tiles.TMS_URL, "Tile map service (TMS)"),
+                    Link(ogcapi.URL, "Open geodata API (OGC API)"),
                     Link(f"{HTML_ENDPOINT}?service=WFS&request=GetCapabilities", "Field data portal"),
                 ),
             ),
@@ -209,6 +239,17 @@ SITES = (
                 (
                     Link("posts/ogc-endpoints.html", "Finding OGC endpoints"),
                     Link("posts/hiking.html", "Hiking maps"),
+                    Link("posts/free-imagery.html", "Free satellite imagery"),
+                ),
+            ),
+            Page(
+                "/posts/free-imagery.html",
+                "Free satellite imagery",
+                "Scenes you can use; the API answers STAC item searches.",
+                (
+                    Link(stac.API_COLLECTION, "Historic aerial scans (STAC API collection)"),
+                    Link(stac.SCENES, "Scene list", "text"),
+                    Link(stac.SMALL_COG, "elevationTile", "script"),
                 ),
             ),
             Page(
@@ -219,6 +260,11 @@ SITES = (
                     Link(f"{REGIONS.url}&service=WFS&request=GetCapabilities", "A MapServer WFS", "code"),
                     Link(f"{ECHO.url}?service=WMS&request=GetCapabilities", "A road map", "text"),
                     Link(SLOW_PAGE, "A very slow server"),
+                    Link(arcgis.LANDUSE, "A land-use map service (ArcGIS)", "code"),
+                    Link(arcgis.BLOG, "More posts on rest/services"),
+                    Link(ogcapi.DEEP_COLLECTION, "Lakes, straight from an OGC API", "code"),
+                    Link("../api/index.json", "Our open data API (beta)"),
+                    Link("../api/status.json", "API status"),
                 ),
             ),
             Page(
@@ -238,6 +284,21 @@ SITES = (
         pages=(Page("/", "Downloads", "File server; files are linked from other sites."),),
     ),
     Site(MAPSERVER, "Map server", pages=(Page("/", "Map server", "MapServer endpoints of the test web."),)),
+    Site(
+        STAC_CATALOG,
+        "Earth Observation Catalogue",
+        pages=(
+            Page(
+                "/",
+                "Earth Observation Catalogue",
+                "A static STAC catalog; programs start at catalog.json or at the STAC API.",
+                (
+                    Link(stac.DEEP_COLLECTION, "Andes land cover collection"),
+                    Link(stac.API_URL, "STAC API"),
+                ),
+            ),
+        ),
+    ),
 )
 
 SEEDS = (f"{origin(PORTAL)}/", f"{origin(BLOG)}/")
@@ -250,7 +311,16 @@ DECOYS_LIST = (
     Decoy(CALENDAR_START, "crawler trap: an endless calendar, each month links to the next"),
     Decoy(SLOW_PAGE, "a page that takes 5 s to answer"),
     Decoy(tiles.TMS_URL, "a TMS service: not a resource type of the crawl"),
+    *ogcapi.DECOYS,
+    *stac.DECOYS,
+    *arcgis.DECOYS,
 )
+# Links that lead to a planted resource without being its URL (a deep link to one collection of a STAC
+# catalog or API): the resource they lead to, found at the level of the link.
+ALIASES = {**stac.ALIASES, ogcapi.DEEP_COLLECTION: ogcapi.URL, **arcgis.ALIASES}
+# Planted resources found from another one (url, found from, link hops): the services an ArcGIS services
+# directory describes come with it (0 hops); a service page's breadcrumbs link its directory (1 hop).
+REACHED_FROM = arcgis.REACHED_FROM
 
 
 def planted() -> list[Planted]:
@@ -263,4 +333,7 @@ def planted() -> list[Planted]:
         *wps.planted(),
         *catalogue.planted(),
         *(f.planted() for f in files.FILES),
+        *stac.planted(),
+        *ogcapi.planted(),
+        *arcgis.planted(),
     ]

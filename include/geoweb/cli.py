@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import json
 import logging
+import math
 import sys
 from collections import Counter
 from contextlib import nullcontext
@@ -14,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from geoweb.harvest.params import SEARCH_PAGES, WEB_SEARCH
+from geoweb.links.priority import check_budget
 from geoweb.models import ALL_TYPES
 from geoweb.settings import Settings
 
@@ -50,13 +52,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="a host that may resolve to a private or loopback address (repeatable; tests and demos)",
     )
     crawl.add_argument("--output", "-o", default="-", help="JSON-lines file of resources (default stdout)")
-    crawl.add_argument("--plot", type=Path, help="write a PNG of resources and discovery ratio per level")
+    crawl.add_argument(
+        "--plot", type=Path, help="write a PNG of resources and discovery ratio per level, and recall"
+    )
     crawl.add_argument("--concurrency", type=int, help="requests in flight (default from settings)")
     crawl.add_argument("--per-host-concurrency", type=int, help="requests in flight per host")
     crawl.add_argument("--delay", type=float, help="seconds between requests to one host")
+    crawl.add_argument(
+        "--link-budget", type=_fraction, metavar="FRACTION",
+        help="share of each level's links followed, best topical score first (default 1: all)",
+    )  # fmt: skip
+    crawl.add_argument(
+        "--min-score", type=float, metavar="SCORE", help="links scoring below this are not followed (-1..1)"
+    )
 
     trace = commands.add_parser("filter", help="show what the URL filter chain does with URLs")
     trace.add_argument("urls", nargs="+")
+    _add_revisit(commands)
     export = commands.add_parser(
         "export", help="write a run's resources from PostGIS (GEOWEB_DB) as geoweb crawl JSON lines"
     )
@@ -130,6 +142,16 @@ def _bbox(value: str) -> tuple[float, float, float, float]:
     return west, south, east, north
 
 
+def _fraction(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not 0 < number <= 1:
+        raise argparse.ArgumentTypeError(f"a fraction in (0, 1] is needed, not {value!r}")
+    return number
+
+
 def _positive(value: str) -> int:
     number = int(value)
     if number < 1:
@@ -146,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.command == "filter":
         return _filter(args)
+    if args.command == "revisit":
+        return _revisit(args)
     if args.command == "export":
         return _export(args)
     if args.command == "seed":
@@ -163,13 +187,68 @@ def main(argv: list[str] | None = None) -> int:
 
 def _filter(args) -> int:
     from geoweb.links.filters import URLFilters
+    from geoweb.policy import InvalidPolicy
 
-    filters = URLFilters.from_settings(Settings.from_env())
+    try:
+        filters = URLFilters.from_settings(Settings.from_env())
+    except InvalidPolicy as exc:
+        print(f"geoweb filter: {exc}", file=sys.stderr)
+        return 1
     for url in args.urls:
         print(url)
         for name, out in filters.trace(url):
             print(f"  {name:<22} {out if out is not None else 'DROPPED'}")
     return 0
+
+
+def _add_revisit(commands) -> None:
+    from geoweb.revisit.params import RevisitParams
+
+    defaults = RevisitParams()
+    revisit = commands.add_parser(
+        "revisit", help="re-check the known resources due for a check (GEOWEB_DB): one JSON line per check"
+    )
+    revisit.add_argument("--batch-size", type=_positive, default=defaults.batch_size, help="at most (500)")
+    revisit.add_argument("--dead-after", type=_positive, default=defaults.dead_after, help="failures (5)")
+    revisit.add_argument("--min-interval-hours", type=float, default=defaults.min_interval_hours)
+    revisit.add_argument("--max-interval-hours", type=float, default=defaults.max_interval_hours)
+    revisit.add_argument("--types", type=_types, default=list(ALL_TYPES), help="comma list (default: all)")
+    revisit.add_argument(
+        "--allow-host", action="append", default=[], metavar="HOST[:PORT]",
+        help="a host that may resolve to a private or loopback address (repeatable)",
+    )  # fmt: skip
+    revisit.add_argument("--policies", help="URL-pattern policies: a JSON file (default GEOWEB_URL_POLICIES)")
+
+
+def _revisit(args) -> int:
+    """Plan and check in this process (one shard); each check is a JSON line, the summary goes to stderr."""
+    from geoweb.params import InvalidParams
+    from geoweb.policy import InvalidPolicy, URLPolicies
+    from geoweb.revisit import run
+    from geoweb.revisit.params import RevisitParams
+    from geoweb.store import Store, StoreError
+
+    conf = {"batch_size": args.batch_size, "dead_after": args.dead_after, "types": args.types, "shards": 1,
+            "min_interval_hours": args.min_interval_hours, "max_interval_hours": args.max_interval_hours,
+            "allowed_hosts": [h.lower() for h in args.allow_host]}  # fmt: skip
+    run_id = "cli-" + datetime.now(UTC).isoformat(timespec="seconds")
+    try:
+        params = RevisitParams.from_conf(conf)
+        base = Settings.from_env(**({"url_policies": args.policies} if args.policies else {}))
+        settings = params.settings(base)
+        URLPolicies.from_setting(settings.url_policies)  # a bad policy file ends here, before any check
+        with Store.from_env() as store:
+            ids = [i for shard in run.plan_revisits(store, params, settings) for i in shard]
+            summary = run.check_resources(store, run_id, ids, settings, _print_line)
+            print(run.table(run.summarize(store, [summary])), file=sys.stderr)
+    except (InvalidParams, InvalidPolicy, StoreError) as exc:
+        print(f"geoweb revisit: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _print_line(record: dict) -> None:
+    print(json.dumps(record, ensure_ascii=False), flush=True)
 
 
 def _crawl(args) -> int:
@@ -184,10 +263,16 @@ def _crawl(args) -> int:
     if args.allow_host:
         overrides["allowed_hosts"] = frozenset(h.lower() for h in args.allow_host)
     for option, name in (("concurrency", "concurrency"), ("per_host_concurrency", "per_host_concurrency"),
-                         ("delay", "per_host_delay")):  # fmt: skip
+                         ("delay", "per_host_delay"), ("link_budget", "link_budget"),
+                         ("min_score", "link_min_score")):  # fmt: skip
         if getattr(args, option) is not None:
             overrides[name] = getattr(args, option)
     settings = Settings.from_env(**overrides)
+    try:
+        check_budget(settings.link_budget)  # the option is checked by argparse, GEOWEB_LINK_BUDGET here
+    except ValueError as exc:
+        print(f"geoweb crawl: GEOWEB_LINK_BUDGET: {exc}", file=sys.stderr)
+        return 2
     out = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")  # noqa: SIM115
     try:
         report = asyncio.run(run_crawl(seeds, settings, args.types, out))
@@ -195,6 +280,7 @@ def _crawl(args) -> int:
         if out is not sys.stdout:
             out.close()
     print(report.table(), file=sys.stderr)
+    print(report.recall.table(), file=sys.stderr)
     if args.plot:
         report.plot(args.plot)
         print(f"plot: {args.plot}", file=sys.stderr)

@@ -82,15 +82,20 @@ def links(obj: Any, *rels: str) -> Iterator[dict]:
             yield link
 
 
+_SLACK = 1e-3  # degrees by which a server's rounding may overshoot the world (GNOSIS writes 90.0002)
+
+
 def lonlat_bbox(value: Any) -> BBox | None:
     """A [minx, miny, maxx, maxy] (or 3-D [minx, miny, minz, maxx, maxy, maxz]) list in lon/lat degrees as a
     box; None when it is not one. A box crossing the antimeridian (minx > maxx) is widened to the whole
-    longitude range, since a box cannot hold it."""
+    longitude range, since a box cannot hold it; an overshoot of the world by rounding is clamped."""
     if not isinstance(value, list) or len(value) not in (4, 6):
         return None
     if any(isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) for v in value):
         return None
     minx, miny, maxx, maxy = value if len(value) == 4 else (value[0], value[1], value[3], value[4])
+    minx, maxx = _clamped(minx, 180), _clamped(maxx, 180)
+    miny, maxy = _clamped(miny, 90), _clamped(maxy, 90)
     if not (-180 <= minx <= 180 and -180 <= maxx <= 180 and -90 <= miny <= maxy <= 90):
         return None
     if minx > maxx:
@@ -98,15 +103,27 @@ def lonlat_bbox(value: Any) -> BBox | None:
     return (float(minx), float(miny), float(maxx), float(maxy))
 
 
+def _clamped(value: float, limit: float) -> float:
+    """``value`` brought back to ±``limit`` when it passes it by no more than rounding does."""
+    return max(-limit, min(limit, value)) if abs(value) <= limit + _SLACK else value
+
+
+# CRS84 and its 3-D twin CRS84h (lon, lat, height), as OGC API and STAC name them
+_CRS84 = ("/OGC/1.3/CRS84", "/OGC/0/CRS84", "/OGC/1.3/CRS84h", "/OGC/0/CRS84h")
+
+
 def spatial_extent(collection: Any) -> BBox | None:
     """The overall WGS84 box of an OGC API or STAC collection: ``extent.spatial.bbox[0]`` (both standards
-    put the box of the whole collection first, in CRS84 unless ``crs`` says otherwise)."""
+    put the box of the whole collection first, in CRS84 unless ``crs`` says otherwise). A single box written
+    flat (``"bbox": [w, s, e, n]``, as some servers do) is read too."""
     extent = collection.get("extent") if isinstance(collection, dict) else None
     spatial = extent.get("spatial") if isinstance(extent, dict) else None
     if not isinstance(spatial, dict):
         return None
     crs = text(spatial, "crs")
-    if crs and not crs.endswith(("/OGC/1.3/CRS84", "/OGC/0/CRS84")):
+    if crs and not crs.endswith(_CRS84):
         return None  # a box in another CRS would need its axis order; none seen in the wild
     boxes = spatial.get("bbox")
-    return lonlat_bbox(boxes[0]) if isinstance(boxes, list) and boxes else None
+    if not isinstance(boxes, list) or not boxes:
+        return None
+    return lonlat_bbox(boxes[0] if isinstance(boxes[0], list) else boxes)

@@ -30,6 +30,7 @@ class Dataset:
     bbox: BBox | None = None  # WGS84 minx, miny, maxx, maxy
     keywords: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    concepts: list[str] = field(default_factory=list)  # ids of the ontology's concepts (geoweb.semantic)
 
 
 @dataclass(slots=True)

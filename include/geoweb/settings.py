@@ -43,6 +43,11 @@ class Settings:
     # --- crawl scope ---
     max_level: int = 5
     max_pages_per_host: int = 5000  # ends crawler traps such as endless calendars
+    # --- link priority (docs/priority.md) ---
+    # A level's links are followed in descending topical score; the budget follows only the top fraction of
+    # each level's links (1.0: all) and, of those, only links scoring at least link_min_score (-inf: all).
+    link_budget: float = 1.0
+    link_min_score: float = float("-inf")
     # --- dedup ---
     expected_urls: int = 1_000_000
     bloom_error_rate: float = 1e-4
@@ -51,6 +56,30 @@ class Settings:
     zip_max_ratio: int = 100  # compression ratio above which a member is a zip bomb
     zip_max_member_bytes: int = 200 * MB
     kml_max_bytes: int = 50 * MB  # uncompressed KML inside a KMZ
+    ogcapi_max_datasets: int = 1000  # collections (or processes) of an OGC API kept; more are cut, logged
+    # --- STAC (docs/stac.md) ---
+    stac_max_children: int = 100  # child catalogs and collections a static catalog's walk fetches
+    stac_max_depth: int = 3  # link hops from a static root catalog to the collections counted
+    stac_max_pages: int = 10  # pages of a STAC API's /collections followed through rel=next
+    # --- ArcGIS REST (docs/arcgis.md) ---
+    arcgis_max_services: int = 100  # services a services directory lists and describes (2 requests each)
+    arcgis_max_folders: int = 50  # folders of a services directory walked (1 request each)
+    arcgis_max_layers: int = 1000  # layers and tables kept as datasets of one service
+    # --- semantic categories (docs/semantic.md) ---
+    # LCS similarity (common subsequence over the longer word) a name word needs to match a concept label
+    # when no label matches exactly; below 0.85, unrelated words match ("store" ~ "shore"; bench/README.md).
+    concept_lcs_threshold: float = 0.85
+    describe_feature_types: int = 20  # unmatched WFS feature types in its one DescribeFeatureType; 0: off
+    schema_max_bytes: int = 2 * MB  # a DescribeFeatureType answer above it is not read
+    # --- URL-pattern policies (docs/revisits.md) ---
+    # An ordered JSON list of {pattern, action: fetch|skip, revisit_hours}: the JSON itself (text starting
+    # with "["), or the path of a file holding it. Empty: no policies.
+    url_policies: str = ""
+    # --- revisits: each known resource is re-checked at an interval adapted to how often it changes ---
+    revisit_initial_interval: float = 86_400.0  # seconds from discovery to the first check
+    revisit_min_interval: float = 3_600.0  # a service that changes at every check is checked this often
+    revisit_max_interval: float = 30 * 86_400.0  # one that never changes (or is dead) at least this often
+    revisit_dead_after: int = 5  # failed checks in a row that mark a resource dead (never deleted)
 
     def with_(self, **changes) -> Settings:
         return replace(self, **changes)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 STORE_CONNECTION = "geoweb_db"  # the PostGIS database of harvest results
 CONNECTOR_CONNECTION = "geoweb_{name}"  # a connector's settings: extra (url, page_size...) and password (key)
+POLICIES_VARIABLE = "geoweb_url_policies"  # URL-pattern policies, a JSON list (docs/revisits.md)
 
 
 def harvest_store():
@@ -35,3 +36,11 @@ def connector_config(name: str) -> dict:
     except AirflowNotFoundException:
         return config_from_env(name)
     return {**conn.extra_dejson, "key": conn.password} if conn.password else dict(conn.extra_dejson)
+
+
+def url_policies() -> str:
+    """The URL-pattern policies of the Variable geoweb_url_policies (JSON text); "" when it is not set, so
+    that GEOWEB_URL_POLICIES applies."""
+    from airflow.sdk import Variable
+
+    return Variable.get(POLICIES_VARIABLE, default="") or ""

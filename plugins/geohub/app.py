@@ -9,6 +9,8 @@ connections, so even a slip could not run a script or send data elsewhere.
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -21,6 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from geohub.access import geohub_user, login_url
 from geohub.harvest_db import database
 from geoweb.search import (
+    ConceptCount,
     InvalidSearch,
     ResourceDetail,
     RunEntry,
@@ -28,6 +31,7 @@ from geoweb.search import (
     SearchQuery,
     SearchUnavailable,
     TypeCount,
+    concept_counts,
     resource_detail,
     runs,
     search,
@@ -60,6 +64,9 @@ SECURITY_HEADERS = {
     "Cache-Control": "private, no-store",  # search results are behind a login; the files are small
 }
 MAX_ID = 2**63 - 1  # resource ids are bigint
+# Concept counts walk every tagged dataset (1.6 s at 300,000 of them): they change only when a harvest loads,
+# so each process recomputes them at most this often.
+CONCEPT_COUNTS_SECONDS = 300.0
 
 User = Annotated[object, Depends(geohub_user)]
 
@@ -85,6 +92,8 @@ def create_app() -> FastAPI:
         openapi_url=None,  # served below, behind the login
     )
     files = _static_files()
+    counted: dict[str, tuple[float, list[ConceptCount]]] = {}
+    counting = threading.Lock()
 
     @app.middleware("http")
     async def security_headers(request: Request, call_next) -> Response:
@@ -153,11 +162,19 @@ def create_app() -> FastAPI:
         level: Annotated[
             int | None, Query(ge=0, le=1000, description="Only resources found at this link depth.")
         ] = None,
+        concept: Annotated[
+            str | None,
+            Query(
+                max_length=MAX_NAME,
+                description="A concept id (`/api/concepts`): resources with a dataset about it or about a "
+                "concept below it (`water_body` finds lakes and canals).",
+            ),
+        ] = None,
         limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
         offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     ) -> SearchPage:
         """A page of resources matching every filter given; `next_offset` is null on the last page."""
-        query = SearchQuery.checked(q, type, bbox, run, level, limit, offset)
+        query = SearchQuery.checked(q, type, bbox, run, level, limit, offset, concept)
         with database.connection() as conn:
             return search(conn, query)
 
@@ -185,5 +202,20 @@ def create_app() -> FastAPI:
     def list_types(user: User) -> list[TypeCount]:
         with database.connection() as conn:
             return type_counts(conn)
+
+    @app.get(
+        "/api/concepts",
+        response_model=list[ConceptCount],
+        summary="The concepts datasets are about, with resource counts",
+    )
+    def list_concepts(user: User) -> list[ConceptCount]:
+        """Concepts of the ontology that some dataset is about (itself or a concept below it), by label;
+        recounted at most every five minutes."""
+        with counting:
+            cached = counted.get("concepts")
+            if cached is None or time.monotonic() - cached[0] > CONCEPT_COUNTS_SECONDS:
+                with database.connection() as conn:
+                    cached = counted["concepts"] = (time.monotonic(), concept_counts(conn))
+        return cached[1]
 
     return app

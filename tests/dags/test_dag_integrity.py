@@ -38,7 +38,10 @@ print(json.dumps({"dags": sorted(bag.dags), "errors": bag.import_errors, "attemp
                   "geoweb": sorted(m for m in sys.modules if m.split(".")[0] == "geoweb")}))
 """
 # What parsing may import of the library: the parameters and what they are made of, nothing that fetches.
-PARSE_TIME_MODULES = {"geoweb", "geoweb.harvest", "geoweb.harvest.params", "geoweb.models", "geoweb.settings"}
+PARSE_TIME_MODULES = {
+    "geoweb", "geoweb.harvest", "geoweb.harvest.params", "geoweb.models", "geoweb.params", "geoweb.settings",
+    "geoweb.revisit", "geoweb.revisit.params",
+}  # fmt: skip
 
 
 @pytest.fixture(scope="module")

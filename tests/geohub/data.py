@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from geoweb.crawl import Page
 from geoweb.models import Dataset, Resource
+from geoweb.semantic import tag_datasets
+from geoweb.settings import Settings
 from geoweb.store import Store
 
 SITE = "http://geoportal.example"
@@ -106,6 +108,9 @@ def load(dsn: str) -> None:
     "hydrography" led to; run-2 finds everything from the site's map page, the stations and the hostile KML
     a level deeper."""
     catalogue, maps, more = f"{PORTAL}/catalogue.html", f"{SITE}/maps.html", f"{SITE}/more/index.html"
+    # as the crawl records them: rivers, reservoirs, lakes, parcels and stations get concepts
+    for resource in ALL:
+        tag_datasets(resource.datasets, Settings().concept_lcs_threshold)
     with Store(dsn) as store:
         store.begin_run(RUN_1, {})
         pages = [found(r, catalogue, 1) for r in (RIVERS, PARCELS)]

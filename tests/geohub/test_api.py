@@ -8,7 +8,7 @@ import pytest
 from tests.geohub import data
 
 ROUTES = ["/geohub/", "/geohub/static/geohub.js", "/geohub/openapi.json", "/geohub/api/search",
-          "/geohub/api/resources/1", "/geohub/api/runs", "/geohub/api/types"]  # fmt: skip
+          "/geohub/api/resources/1", "/geohub/api/runs", "/geohub/api/types", "/geohub/api/concepts"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -110,8 +110,8 @@ def test_the_detail_lists_datasets_footprints_and_runs(get, geohub_dsn):
     assert response.status_code == 200
     detail = response.json()
     assert detail["title"] == data.RIVERS.title and detail["abstract"] == data.RIVERS.abstract
-    assert [(d["name"], d["footprint"]["type"]) for d in detail["datasets"]] == [
-        ("rivers", "Polygon"), ("reservoirs", "Polygon"),
+    assert [(d["name"], d["footprint"]["type"], d["concepts"]) for d in detail["datasets"]] == [
+        ("rivers", "Polygon", ["river"]), ("reservoirs", "Polygon", ["reservoir"]),
     ]  # fmt: skip
     assert detail["datasets_total"] == 2
     assert sorted(r["run_id"] for r in detail["runs"]) == [data.RUN_1, data.RUN_2]
@@ -128,6 +128,22 @@ def test_runs_and_types_to_filter_by(get):
     assert [(r["run_id"], r["resources"]) for r in runs] == [(data.RUN_2, 31), (data.RUN_1, 2)]
     types = {t["type"]: t["resources"] for t in get("/api/types").json()}
     assert types == {"KML": 1, "SHAPEFILE": 1, "SOS": 1, "WCS": 1, "WFS": 1, "WMS": 26}
+
+
+def test_concepts_to_filter_by_count_what_is_below_them(get):
+    concepts = {c["id"]: (c["label"], c["resources"]) for c in get("/api/concepts").json()}
+    assert concepts["water_body"] == ("water body", 26)  # the rivers WMS and the 25 alpine lakes
+    assert concepts["lake"] == ("lake", 25) and concepts["river"] == ("river", 1)
+    assert concepts["cadastre"] == ("cadastre", 1)
+    assert concepts["monitoring_station"] == ("monitoring station", 1)
+    assert "building" not in concepts  # no dataset is about it
+
+
+def test_the_concept_filter_finds_narrower_concepts(get):
+    assert titles(search(get, concept="watercourse")) == [data.RIVERS.title]
+    page = search(get, concept="water_body", q="taiwan")
+    assert titles(page) == [data.RIVERS.title]
+    assert len(search(get, concept="hydrography", limit=100)["results"]) == 26
 
 
 # --- hostile input ---
@@ -161,6 +177,8 @@ def test_hostile_titles_come_back_as_data_never_as_markup(get, geohub_dsn):
         ({"offset": 10_001}, "offset"),
         ({"level": -1}, "level"),
         ({"type": ["T"] * 21}, "20 types"),
+        ({"concept": "no_such_concept"}, "no concept"),
+        ({"concept": "x" * 251}, "concept"),
     ],
 )
 def test_bad_parameters_are_refused_with_the_reason(get, params, message):
@@ -235,6 +253,7 @@ def test_the_search_is_documented_in_openapi(get):
         "level",
         "limit",
         "offset",
+        "concept",
     }
     assert "/api/resources/{resource_id}" in spec["paths"]
     assert "HTTPBearer" in spec["components"]["securitySchemes"]

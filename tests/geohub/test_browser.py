@@ -164,6 +164,10 @@ def test_search_filter_by_map_and_detail(browser, geohub_server, token, tmp_path
         "[...document.querySelectorAll('#datasets tbody tr')].map(tr => tr.cells[1].textContent)"
     )
     assert rows == ["rivers", "reservoirs"]
+    concepts = browser.evaluate(
+        "[...document.querySelectorAll('#datasets tbody tr')].map(tr => tr.querySelector('.concepts').textContent)"
+    )
+    assert concepts == ["river", "reservoir"]  # labels, from the concept list
     assert browser.evaluate("document.getElementById('detail-title').textContent") == data.RIVERS.title
     browser.screenshot(tmp_path / "geohub-detail.png")
 
@@ -174,6 +178,23 @@ def test_search_filter_by_map_and_detail(browser, geohub_server, token, tmp_path
     assert all(u.startswith((geohub_server.base_url, "data:")) for u in requested), requested
     logged = [e["params"]["entry"]["text"] for e in browser.events if e["method"] == "Log.entryAdded"]
     assert not [t for t in logged if "Content Security Policy" in t or "Refused" in t], logged
+
+
+def test_the_concept_filter_narrows_the_search(browser, geohub_server):
+    log_in(browser, geohub_server)
+    options = browser.wait_for(
+        "(o => o.length > 1 && o.map(x => x.value))([...document.querySelectorAll('#concept option')])"
+    )
+    assert {"", "lake", "water_body", "cadastral_parcel"} <= set(options) and "building" not in options
+    browser.wait_for("/^(Results|Nothing)/.test(document.getElementById('status').textContent)")  # the first
+    before = searches(browser)
+    browser.evaluate(
+        "(s => { s.value = 'cadastral_parcel'; s.dispatchEvent(new Event('change')); })"
+        "(document.getElementById('concept'))"
+    )
+    url = wait_for_results(browser, before)
+    assert parse_qs(urlsplit(url).query)["concept"] == ["cadastral_parcel"]
+    assert browser.evaluate(HIT_TITLES) == [data.PARCELS.title]
 
 
 def test_the_airflow_ui_links_to_geohub_and_shows_it(browser, geohub_server):

@@ -68,3 +68,16 @@ def test_bad_conf_is_refused_naming_the_key(conf, message):
     with pytest.raises(InvalidParams) as refused:
         HarvestParams.from_conf(conf)
     assert message in str(refused.value)
+
+
+def test_url_policies_of_the_run_win_over_the_base_settings_and_are_checked_up_front():
+    rules = '[{"pattern": "/calendar/", "action": "skip"}]'
+    params = HarvestParams.from_conf({"seeds": [SEED], "url_policies": rules})
+    assert params.settings(Settings(url_policies='[{"pattern": "x", "action": "fetch"}]')).url_policies == rules
+    # without the param, the base (GEOWEB_URL_POLICIES or the Airflow Variable) applies
+    base = Settings(url_policies='[{"pattern": "x", "action": "fetch"}]')
+    assert HarvestParams.from_conf({"seeds": [SEED]}).settings(base).url_policies == base.url_policies
+    with pytest.raises(InvalidParams, match=r"param url_policies.*rule 1"):
+        HarvestParams.from_conf({"seeds": [SEED], "url_policies": '[{"pattern": "(a+)+", "action": "skip"}]'})
+    with pytest.raises(InvalidParams, match="param url_policies: not JSON"):
+        HarvestParams.from_conf({"seeds": [SEED], "url_policies": "/etc/policies.json"})

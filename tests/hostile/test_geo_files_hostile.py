@@ -217,3 +217,22 @@ def test_geotiff_404_and_html_soft_404(caplog):
     assert miss(GeoTIFFDetector(), gone, caplog)[1] == {"geotiff/miss/http_status": 1}
     soft = response("http://h/dem.tif", b"<html>Not found</html>")
     assert miss(GeoTIFFDetector(), soft, caplog)[1] == {"geotiff/miss/not_geotiff": 1}
+
+
+@pytest.mark.parametrize("paging", ["numberMatched", "numberReturned", "context"])
+def test_an_api_items_page_is_not_a_geojson_file(caplog, paging):
+    """An OGC API - Features or STAC API items page is valid GeoJSON, but the API is the resource."""
+    file = {"type": "FeatureCollection", "features": [POINT]}
+    page = file | {
+        paging: 1,
+        "links": [{"rel": "next", "href": "http://h/collections/lakes/items?offset=10"}],
+    }
+    url, headers = "http://h/collections/lakes/items?f=json", {"content-type": "application/geo+json"}
+    ctx = context(types=TYPES)
+    assert asyncio.run(
+        GeoJSONDetector().detect(response(url, json.dumps(file).encode(), headers=headers), ctx)
+    )
+    message, stats = miss(
+        GeoJSONDetector(), response(url, json.dumps(page).encode(), headers=headers), caplog
+    )
+    assert "items" in message and stats == {"geojson/miss/not_geojson": 1}

@@ -67,7 +67,7 @@ def test_redoing_pages_never_duplicates_a_row(store, run_id, site, caplog):
     ]
     assert store.pending_urls(
         run_id, 2, scalar(store, "SELECT shard FROM frontier WHERE url = %s", f"{site}/more")
-    ) == [(f"{site}/more", f"{site}/maps", None)]
+    ) == [(f"{site}/more", f"{site}/maps", None, 0.0)]
 
 
 def test_a_run_links_each_resource_at_the_lowest_level_it_was_found(store, run_id, site):
@@ -234,7 +234,7 @@ def test_a_hundred_thousand_datasets_load_in_one_commit_and_export(store, run_id
     assert [r["datasets"] for r in exported] == [100_000, 2]
     assert exported[0]["dataset_list"][99_999] == {
         "name": "layer99999", "title": "Layer 99999", "bbox": (120.0 + 99_999 % 20 / 10, 22.0, 122.0, 25.0),
-        "keywords": ["water"], "extra": {"styles": ["default"]},
+        "keywords": ["water"], "extra": {"styles": ["default"]}, "concepts": [],
     }  # fmt: skip
     print(f"100,000 datasets: commit {committed - started:.1f} s, export {done - committed:.1f} s")
     assert done - started < 60

@@ -52,7 +52,10 @@ def test_add_urls_counts_only_new_urls_and_keeps_the_first_level(store, run_id, 
     ]
     shard = shard_of(site, 4)
     assert store.pending_shards(run_id, 0) == [shard]
-    assert store.pending_urls(run_id, 0, shard) == [(f"{site}/a", None, "rivers"), (f"{site}/b", None, None)]
+    assert store.pending_urls(run_id, 0, shard) == [
+        (f"{site}/a", None, "rivers", 0.0),
+        (f"{site}/b", None, None, 0.0),
+    ]
     assert store.pending_urls(run_id, 0, (shard + 1) % 4) == []
     assert store.origin_counts(run_id, [site, "http://other.example"]) == {site: 3, "http://other.example": 0}
 

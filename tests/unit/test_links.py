@@ -41,7 +41,7 @@ http://plain.example/data.kml.</p>
 
 
 def test_extract_links_covers_markup_text_and_scripts():
-    links = extract_links(PAGE, "http://site.example/page.html")
+    links = [link.url for link in extract_links(PAGE, "http://site.example/page.html")]
     assert links == [
         "http://other.example/base/feed.xml",
         "http://other.example/base/wms?service=WMS&request=GetCapabilities",
@@ -68,13 +68,13 @@ def test_extract_links_covers_markup_text_and_scripts():
     ],
 )
 def test_links_resolve_like_urljoin(base, href, expected):
-    assert extract_links(f'<a href="{href}">x</a>', base) == [expected]
+    assert extract_links(f'<a href="{href}">x</a>', base) == [(expected, "x")]
     assert urljoin(base, href) == expected
 
 
 def test_extract_links_without_base_resolves_against_page():
     assert extract_links('<a href="../x/y.html">y</a>', "http://s.example/a/b/c.html") == [
-        "http://s.example/a/x/y.html"
+        ("http://s.example/a/x/y.html", "y")
     ]
 
 
@@ -93,7 +93,7 @@ def test_extract_links_survives_hostile_markup(hostile):
     links = extract_links(hostile, "http://s.example/")
     assert isinstance(links, list)
     if "/ok" in hostile:
-        assert links == ["http://s.example/ok"]
+        assert links == [("http://s.example/ok", "ok")]
 
 
 def test_filter_chain_drops_documents_media_traps_and_long_urls():

@@ -13,7 +13,7 @@ def test_detectors_load_by_short_name_and_by_dotted_path():
 @pytest.mark.parametrize(
     ("name", "message"),
     [
-        ("ogcapi", "unknown name 'ogcapi'; known: ogc, kml, shapefile, geojson, geotiff"),
+        ("wms", f"unknown name 'wms'; known: {', '.join(DETECTORS)}"),  # a type, not a detector
         ("geoweb.detect.nothing:Detector", "cannot load 'geoweb.detect.nothing:Detector'"),
         ("geoweb.detect.kml:Missing", "cannot load 'geoweb.detect.kml:Missing'"),
     ],

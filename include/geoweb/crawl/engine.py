@@ -1,8 +1,9 @@
 """The breadth-first crawler: one level at a time, per-host queues, detectors on every response.
 
-A level is a list of (url, source page). ``run_level`` fetches them with per-host workers, hands each
-response to the detectors, and returns the resources found plus the next level's URLs, already filtered and
-deduplicated. ``crawl`` chains levels from the seeds. The Airflow fan-out runs ``run_level`` on shards.
+A level is a list of links (url, source page, score). ``run_level`` fetches them with per-host workers, each
+host's in descending score, hands each response to the detectors, and returns the resources found plus the
+next level's links, already filtered, deduplicated and scored. ``crawl`` chains levels from the seeds, keeping
+each level within the link budget. The Airflow fan-out runs ``run_level`` on shards.
 """
 
 from __future__ import annotations
@@ -22,15 +23,23 @@ from geoweb.fetch.response import Response
 from geoweb.links.extract import extract_links
 from geoweb.links.filters import HostBudget, URLFilters
 from geoweb.links.normalize import origin
+from geoweb.links.priority import (
+    Link,
+    LinkScorer,
+    RecordedLink,
+    apply_budget,
+    by_priority,
+    check_budget,
+    recall_curve,
+)
 from geoweb.models import ALL_TYPES, Resource
+from geoweb.semantic import tag_datasets
 from geoweb.settings import Settings
 
 log = logging.getLogger("geoweb.crawl")
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 SNIFFED_TYPES = frozenset({"", "text/plain", "application/octet-stream", "binary/octet-stream"})
-
-Link = tuple[str, str | None]  # (url, the page that linked to it; None for seeds)
 
 
 @dataclass
@@ -80,6 +89,7 @@ class Crawler:
         seen,
         types: Collection[str] = ALL_TYPES,
         stats: Counter | None = None,
+        scorer: LinkScorer | None = None,
     ):
         self.settings = settings
         self.stats = stats if stats is not None else Counter()
@@ -90,6 +100,8 @@ class Crawler:
         self.seen = seen
         self.found: set[tuple[str, str]] = set()
         self.fetch = fetch
+        self.scorer = scorer or LinkScorer.default()
+        check_budget(settings.link_budget)  # before the first fetch, not after a level
         self.ctx = DetectContext(
             fetch=fetch, settings=settings, types=self.types, first_time=seen.add, stats=self.stats
         )
@@ -110,17 +122,39 @@ class Crawler:
     async def crawl(self, seeds: Iterable[str], on_page: PageSink | None = None) -> CrawlReport:
         report = CrawlReport(stats=self.stats)
         started = time.monotonic()
-        frontier: list[Link] = [(url, None) for url in filter(None, map(self.admit, seeds))]
+        frontier = [Link(url, None) for url in filter(None, map(self.admit, seeds))]
+        # what the recall curve needs: every URL with its level, source and score, and where each resource was
+        links = [RecordedLink(url, 0, None, score) for url, _, score in frontier]
+        found_on: list[str] = []
+
+        def remember(page: Page) -> None:
+            links.extend(
+                RecordedLink(url, page.level + 1, source, score) for url, source, score in page.links
+            )
+            found_on.extend(page.url for _ in page.resources)
+            if on_page:
+                on_page(page)
+
         for level in range(self.settings.max_level + 1):
             if not frontier:
                 break
-            result = await self.run_level(frontier, level, on_page)
+            result = await self.run_level(frontier, level, remember)
             report.levels.append(result.stats)
             for r in result.resources:
                 report.resources_by_type[r.type] += 1
-            frontier = result.links
+            frontier = self.within_budget(result.links, level + 1)
         report.seconds = time.monotonic() - started
+        report.recall = recall_curve(links, found_on)
         return report
+
+    def within_budget(self, links: list[Link], level: int) -> list[Link]:
+        """The links of a level the budget follows (seeds are never cut); the rest are counted and logged."""
+        kept, dropped = apply_budget(links, self.settings.link_budget, self.settings.link_min_score)
+        if dropped:
+            self.stats["budget/dropped"] += len(dropped)
+            log.info("level %d: %d of %d links not followed (link budget %.2f, minimum score %s)", level,
+                     len(dropped), len(links), self.settings.link_budget, self.settings.link_min_score)  # fmt: skip
+        return kept
 
     async def run_level(self, items: list[Link], level: int, on_page: PageSink | None = None) -> LevelResult:
         """Fetch and classify one level; the returned links are the next level (none past max_level)."""
@@ -129,15 +163,15 @@ class Crawler:
         follow = level < self.settings.max_level
         started = time.monotonic()
         queues: dict[str, deque[Link]] = defaultdict(deque)
-        for item in items:
-            queues[origin(item[0])].append(item)
+        for item in sorted(items, key=by_priority):
+            queues[origin(item.url)].append(item)
         # per-host workers keep hosts interleaved; the semaphore keeps fetches within the connection pool,
         # since time spent waiting for a connection counts against the fetcher's total timeout
         in_flight = asyncio.Semaphore(self.settings.concurrency)
 
         async def worker(queue: deque[Link]) -> None:
             while queue:
-                url, source = queue.popleft()
+                url, source, _ = queue.popleft()
                 page = Page(url, source, level)
                 try:
                     async with in_flight:
@@ -193,14 +227,15 @@ class Crawler:
             resources.extend(self.record(found, level, source))
         links: list[Link] = []
         if follow and response.status < 400 and looks_like_html(response):
-            for link in extract_links(response.text(), response.final_url):
+            for link, anchor in extract_links(response.text(), response.final_url):
                 admitted = self.admit(link)
                 if admitted:
-                    links.append((admitted, url))
+                    links.append(Link(admitted, url, self.scorer.score(admitted, anchor, level + 1)))
         return resources, links
 
     def record(self, found: list[Resource], level: int, source: str | None) -> list[Resource]:
-        """Keep each (url, type) once per run, of the wanted types, stamped with level and source page."""
+        """Keep each (url, type) once per run, of the wanted types, stamped with level and source page, its
+        datasets tagged with concepts."""
         kept = []
         now = datetime.now(UTC).isoformat(timespec="seconds")
         for r in found:
@@ -208,5 +243,6 @@ class Crawler:
                 continue
             self.found.add(r.key)
             r.level, r.source_page, r.discovered_at = level, source, now
+            tag_datasets(r.datasets, self.settings.concept_lcs_threshold)
             kept.append(r)
         return kept

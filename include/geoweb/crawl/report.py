@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from geoweb.links.priority import RecallCurve
+
 
 @dataclass
 class LevelStats:
@@ -25,6 +27,7 @@ class CrawlReport:
     resources_by_type: Counter = field(default_factory=Counter)
     stats: Counter = field(default_factory=Counter)
     seconds: float = 0.0
+    recall: RecallCurve | None = None  # recall at a link budget of X %, by score and by a random order
 
     @property
     def urls(self) -> int:
@@ -63,14 +66,17 @@ class CrawlReport:
         return "\n".join(rows)
 
     def plot(self, path) -> None:
-        """A PNG of resources found and discovery ratio per level (the paper's Figs. 10 and 11)."""
+        """A PNG of resources found and discovery ratio per level (the paper's Figs. 10 and 11), and the recall
+        curve of the link budget when the report has one."""
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
         levels = [s.level for s in self.levels]
-        fig, (ax_found, ax_ratio) = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)
+        panels = 3 if self.recall else 2
+        fig, axes = plt.subplots(1, panels, figsize=(5 * panels, 4), constrained_layout=True)
+        ax_found, ax_ratio = axes[:2]
         ax_found.bar(levels, [s.resources for s in self.levels], color="#2b7bb9", label="resources")
         ax_found.plot(levels, [s.urls for s in self.levels], "o-", color="#999999", label="URLs fetched")
         ax_found.set(title="Resources found per level", xlabel="level (link hops)", ylabel="count")
@@ -80,5 +86,21 @@ class CrawlReport:
         ax_ratio.set(title="Discovery ratio per level", xlabel="level (link hops)", ylabel="resources / URLs")
         for ax in (ax_found, ax_ratio):
             ax.set_xticks(levels)
+        if self.recall:
+            _plot_recall(axes[2], self.recall)
         fig.savefig(path, dpi=100)
         plt.close(fig)
+
+
+def _plot_recall(ax, curve: RecallCurve) -> None:
+    """Recall against the share of each level's links followed: by score, and by a random order."""
+    ax.plot(curve.percents, curve.scored, "o-", color="#1b9e77", label="best score first")
+    ax.plot(curve.percents, curve.baseline, "s--", color="#999999", label="random order")
+    ax.set(
+        title=f"Recall at a link budget ({curve.resources} resources)",
+        xlabel="links followed per level (%)",
+        ylabel="share of the run's resources found",
+        xlim=(0, 100),
+        ylim=(0, 1.05),
+    )
+    ax.legend(loc="lower right")

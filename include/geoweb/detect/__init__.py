@@ -14,6 +14,9 @@ DETECTORS = {
     "shapefile": "geoweb.detect.shapefile:ShapefileDetector",
     "geojson": "geoweb.detect.geojson:GeoJSONDetector",
     "geotiff": "geoweb.detect.geotiff:GeoTIFFDetector",
+    "ogcapi": "geoweb.detect.ogcapi:OGCAPIDetector",
+    "arcgis": "geoweb.detect.arcgis:ArcGISDetector",
+    "stac": "geoweb.detect.stac:STACDetector",
 }
 
 

@@ -77,6 +77,8 @@ def geojson_resource(response: Response, max_bytes: int) -> Resource:
     document = parse_json(response.body, max_bytes=max_bytes, invalid=NotGeoJSON)
     if not isinstance(document, dict):
         raise NotGeoJSON("the document is not a JSON object")
+    if _is_api_page(document):
+        raise NotGeoJSON("a page of an API's items (OGC API, WFS 3, STAC search), not a file")
     geometries = list(_geometries(document))
     kinds: set[str] = set()
     lons: list[float] = []
@@ -100,6 +102,14 @@ def geojson_resource(response: Response, max_bytes: int) -> Resource:
         bbox=bbox,
         extra={"type": document["type"], **extra},
         content_sha256=sha256(response.body),
+    )
+
+
+def _is_api_page(document: dict) -> bool:
+    """An items response of an OGC API or STAC API: the API is the resource, its pages are not files.
+    They carry paging members that no GeoJSON file has (OGC API - Features, STAC API context)."""
+    return document.get("type") == "FeatureCollection" and any(
+        key in document for key in ("numberMatched", "numberReturned", "context")
     )
 
 

@@ -27,6 +27,7 @@ from geoweb.harvest.pagebuffer import PageBuffer
 from geoweb.harvest.params import HarvestParams
 from geoweb.links.filters import URLFilters
 from geoweb.links.normalize import origin
+from geoweb.links.priority import Link, recall_curve
 from geoweb.store import Store
 
 log = logging.getLogger("geoweb.harvest")
@@ -109,10 +110,16 @@ def _level_zero(
 
 
 def plan_level(store: Store, run_id: str, level: int, params: HarvestParams) -> list[int]:
-    """The shards of a level with URLs to fetch; [] past max_level or when nothing is pending."""
+    """The shards of a level with URLs to fetch; [] past max_level or when nothing is pending. Past the
+    seeds, the link budget first marks the level's URLs it does not follow 'skipped' (over every shard)."""
     if level > params.max_level:
         log.info("run %s: level %d is past max_level %d", run_id, level, params.max_level)
         return []
+    if level > 0 and (params.link_budget < 1 or params.link_min_score is not None):
+        settings = params.settings()
+        skipped = store.skip_over_budget(run_id, level, settings.link_budget, settings.link_min_score)
+        log.info("run %s: level %d: %d URLs not followed (link budget %s, minimum score %s)", run_id, level,
+                 skipped, params.link_budget, params.link_min_score)  # fmt: skip
     shards = store.pending_shards(run_id, level)
     log.info("run %s: level %d has %d shards to crawl: %s", run_id, level, len(shards), shards)
     return shards
@@ -130,8 +137,8 @@ def crawl_shard(store: Store, run_id: str, level: int, shard: int, params: Harve
         return summary
     started = time.monotonic()
     # the shard owns its origins for the run, so their page budgets go on from the frontier's counts
-    budget_used = store.origin_counts(run_id, sorted({origin(url) for url, _, _ in items}))
-    keyword_of = {url: keyword for url, _, keyword in items}
+    budget_used = store.origin_counts(run_id, sorted({origin(url) for url, _, _, _ in items}))
+    keyword_of = {url: keyword for url, _, keyword, _ in items}
     # commits block the event loop for a moment, every batch: simpler than a writer thread, and cheap
     buffer = PageBuffer(lambda pages: store.commit_pages(run_id, pages, params.shards, keyword_of))
     level_stats, stats = asyncio.run(_crawl(items, level, params, budget_used, buffer))
@@ -151,7 +158,7 @@ def crawl_shard(store: Store, run_id: str, level: int, shard: int, params: Harve
 
 
 async def _crawl(
-    items: list[tuple[str, str | None, str | None]],
+    items: list[tuple[str, str | None, str | None, float]],
     level: int,
     params: HarvestParams,
     budget_used: dict[str, int],
@@ -162,25 +169,28 @@ async def _crawl(
     stats: Counter = Counter()
     # an in-process pre-filter of repeated links; the frontier's keys are the run's exact dedup
     seen = BloomFilter(settings.expected_urls, settings.bloom_error_rate)
-    for url, _, _ in items:
+    for url, _, _, _ in items:
         seen.add(url)  # links back to this level's pages stop here, before the database
     async with Fetcher(settings, stats=stats) as fetcher:
         crawler = Crawler(
             fetcher.get, load_detectors(), settings=settings, seen=seen, types=params.types, stats=stats
         )
         crawler.budget.counts.update(budget_used)
-        result = await crawler.run_level([(url, source) for url, source, _ in items], level, on_page=on_page)
+        links = [Link(url, source, score) for url, source, _, score in items]
+        result = await crawler.run_level(links, level, on_page=on_page)
         on_page.flush()
     return result.stats, stats
 
 
 def finish_run(store: Store, run_id: str) -> dict[str, Any]:
-    """Log the run's per-level table, store it with the PNG plot of resources and discovery ratio per level,
-    and mark the run a success; returns the summary."""
+    """Log the run's per-level table and recall curve of the link budget, store them with the PNG plot of
+    resources and discovery ratio per level and of the curve, and mark the run a success; returns the
+    summary."""
     report = CrawlReport(levels=store.level_stats(run_id))
     report.resources_by_type = Counter(record["type"] for record in store.export_run(run_id))
     report.seconds = sum(s.seconds for s in report.levels)
-    log.info("run %s:\n%s", run_id, level_table(report))
+    report.recall = recall_curve(*store.recorded_links(run_id))
+    log.info("run %s:\n%s\n%s", run_id, level_table(report), report.recall.table())
     png = io.BytesIO()
     report.plot(png)
     summary = {
@@ -192,6 +202,7 @@ def finish_run(store: Store, run_id: str) -> dict[str, Any]:
         "urls": report.urls,
         "resources": report.resources,
         "resources_by_type": dict(sorted(report.resources_by_type.items())),
+        "recall": report.recall.summary(),
     }  # fmt: skip
     store.end_run(run_id, "success", summary, report_png=png.getvalue())
     return summary

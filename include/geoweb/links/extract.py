@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import re
+from typing import NamedTuple
 from urllib.parse import urljoin
 
 from lxml import etree
@@ -14,7 +15,15 @@ PLAIN_URL = re.compile(r"\b(?:https?)://[-a-zA-Z0-9+&@#/%?=~_|!:,.;]*[-a-zA-Z0-9
 # element -> attribute holding a link
 LINK_ATTRIBUTES = {"a": "href", "area": "href", "link": "href", "iframe": "src", "frame": "src"}
 
+MAX_ANCHOR = 256  # characters of anchor text kept: real anchors are short, hostile ones are not
+CONTEXT = 80  # characters of text before a plain-text URL taken as its anchor
+
 _PARSER = etree.HTMLParser(recover=True, no_network=True, remove_comments=False, default_doctype=False)
+
+
+class AnchoredURL(NamedTuple):
+    url: str
+    anchor: str
 
 
 def _absolute(base: str, href: str) -> str:
@@ -30,11 +39,27 @@ def _absolute(base: str, href: str) -> str:
     return urljoin(base, href)
 
 
-def extract_links(text: str, page_url: str) -> list[str]:
-    """Absolute URLs linked from an HTML page, in document order, unfiltered and not yet normalised.
+def _anchor_text(el) -> str:
+    """What a page says about a link: title and alt attributes, its text and its children's (one level down,
+    so that nested hostile markup costs linear time), whitespace collapsed, capped."""
+    parts = [el.get("title") or "", el.get("alt") or "", el.text or ""]
+    size = sum(map(len, parts))
+    for child in el:
+        if size >= MAX_ANCHOR:
+            break
+        more = (child.get("alt") or "", child.text or "", child.tail or "")
+        parts += more
+        size += sum(map(len, more))
+    return " ".join(" ".join(parts).split())[:MAX_ANCHOR]
+
+
+def extract_links(text: str, page_url: str) -> list[AnchoredURL]:
+    """Absolute URLs linked from an HTML page with their anchor text, in document order, unfiltered and not
+    yet normalised.
 
     ``<base href>`` changes the base for relative links. Plain-text URLs are taken from text and scripts;
-    entities such as ``&amp;`` are decoded, so a URL copied from a page's text works.
+    entities such as ``&amp;`` are decoded, so a URL copied from a page's text works; their anchor is the
+    text just before them ("WMS endpoint: http://...").
     """
     if not text.strip():
         return []
@@ -47,7 +72,7 @@ def extract_links(text: str, page_url: str) -> list[str]:
     if root is None:
         return []
     base = None
-    hrefs: list[str] = []
+    hrefs: list[tuple[str, str]] = []
     texts: list[str] = []
     for el in root.iter():
         tag = el.tag
@@ -61,13 +86,15 @@ def extract_links(text: str, page_url: str) -> list[str]:
                 if attr:
                     value = el.get(attr)
                     if value:
-                        hrefs.append(value)
+                        hrefs.append((value, _anchor_text(el)))
             if el.text and "://" in el.text:
                 texts.append(el.text)
         if el.tail and "://" in el.tail:
             texts.append(el.tail)
-    links = [_absolute(base or page_url, href.strip()) for href in hrefs]
+    links = [AnchoredURL(_absolute(base or page_url, href.strip()), anchor) for href, anchor in hrefs]
     for chunk in texts:
-        for match in PLAIN_URL.findall(chunk):
-            links.append(html.unescape(match) if "&" in match else match)
+        for match in PLAIN_URL.finditer(chunk):
+            url = match.group()
+            before = chunk[max(0, match.start() - CONTEXT) : match.start()]
+            links.append(AnchoredURL(html.unescape(url) if "&" in url else url, before))
     return links

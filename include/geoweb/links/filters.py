@@ -11,6 +11,7 @@ from collections import Counter
 from urllib.parse import urlsplit
 
 from geoweb.links.normalize import normalize_url, origin
+from geoweb.policy import URLPolicies
 from geoweb.settings import Settings
 
 # Documents and media: never a geospatial resource of the types we detect (the paper drops .doc, .pdf, .ppt).
@@ -32,6 +33,10 @@ class URLFilter:
 
     def __call__(self, url: str) -> str | None:
         return url
+
+    def label(self, url: str) -> str:
+        """What ``geoweb filter`` shows for this filter on ``url``."""
+        return type(self).__name__
 
 
 class Normalise(URLFilter):
@@ -79,6 +84,23 @@ class RepeatedPathSegments(URLFilter):
         return url
 
 
+class URLPolicyFilter(URLFilter):
+    """Drops URLs whose first matching URL-pattern policy says skip (``geoweb.policy``)."""
+
+    name = "url_policy"
+
+    def __init__(self, policies: URLPolicies):
+        self.policies = policies
+
+    def __call__(self, url: str) -> str | None:
+        policy = self.policies.match(url)
+        return None if policy is not None and policy.skips else url
+
+    def label(self, url: str) -> str:
+        policy = self.policies.match(url)
+        return f"{type(self).__name__} ({policy or 'no rule matches'})"
+
+
 class HostBudget(URLFilter):
     """At most ``max_pages`` URLs accepted per origin in a run: endless calendars and session IDs end here."""
 
@@ -114,6 +136,7 @@ class URLFilters(URLFilter):
                 MaxLength(settings.max_url_length),
                 IgnoredExtension(),
                 RepeatedPathSegments(),
+                URLPolicyFilter(URLPolicies.from_setting(settings.url_policies)),
             ],
             stats,
         )
@@ -141,8 +164,9 @@ class URLFilters(URLFilter):
         """Each filter's name and output for one URL, up to the first that drops it (``geoweb filter``)."""
         steps = []
         for f in self.filters:
+            name = f.label(url)
             url = f(url)
-            steps.append((type(f).__name__, url))
+            steps.append((name, url))
             if url is None:
                 break
         return steps

@@ -1,8 +1,9 @@
-"""GeoHub search: full-text, type, box, run and level searches of the harvest database, a resource's detail
+"""GeoHub search: full-text, type, box, run, level and concept searches of the harvest database, a resource's detail
 with its datasets, and the runs and types to filter by. Airflow-free: the GeoHub plugin (``plugins/geohub``)
 serves these over HTTP, the benchmark and the tests call them directly."""
 
 from geoweb.search.catalogue import (
+    ConceptCount,
     DatasetEntry,
     Hit,
     ResourceDetail,
@@ -10,6 +11,7 @@ from geoweb.search.catalogue import (
     SearchPage,
     Sighting,
     TypeCount,
+    concept_counts,
     resource_detail,
     runs,
     search,
@@ -19,6 +21,7 @@ from geoweb.search.database import SearchDatabase, SearchUnavailable
 from geoweb.search.query import InvalidSearch, SearchQuery
 
 __all__ = [
+    "ConceptCount",
     "DatasetEntry",
     "Hit",
     "InvalidSearch",
@@ -30,6 +33,7 @@ __all__ = [
     "SearchUnavailable",
     "Sighting",
     "TypeCount",
+    "concept_counts",
     "resource_detail",
     "runs",
     "search",

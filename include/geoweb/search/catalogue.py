@@ -11,6 +11,7 @@ from geoweb.detect.ogc.common import capabilities_url
 from geoweb.models import OGC_TYPES
 from geoweb.search.query import SearchQuery
 from geoweb.search.sql import GEOJSON_DIGITS, search_statement
+from geoweb.semantic import default_ontology
 
 MAX_DATASETS = 1000  # datasets listed in a resource's detail; datasets_total says how many it has
 MAX_SIGHTINGS = 100  # runs listed in a resource's detail, newest first
@@ -56,6 +57,7 @@ class DatasetEntry:
     keywords: list[str]
     footprint: Geometry | None
     extra: dict[str, Any]
+    concepts: list[str]  # ids of the ontology's concepts; /api/concepts has their labels
 
 
 @dataclass(slots=True)
@@ -107,6 +109,16 @@ class TypeCount:
     resources: int
 
 
+@dataclass(slots=True)
+class ConceptCount:
+    """A concept with the number of resources having a dataset about it or about a concept below it."""
+
+    id: str
+    label: str
+    broader: list[str]
+    resources: int
+
+
 def document_url(url: str, type_: str) -> str | None:
     """Where a resource's own description is: GetCapabilities of a service, the file of a file. Only http(s)
     addresses are offered as links; anything else stays text."""
@@ -131,7 +143,7 @@ SELECT id, url, type, version, title, abstract, keywords, provider, ST_AsGeoJSON
 FROM resources r WHERE id = %s
 """
 _DATASETS = f"""
-SELECT position, name, title, keywords, ST_AsGeoJSON(footprint, {GEOJSON_DIGITS})::json, extra
+SELECT position, name, title, keywords, ST_AsGeoJSON(footprint, {GEOJSON_DIGITS})::json, extra, concepts
 FROM datasets WHERE resource_id = %s ORDER BY position LIMIT {MAX_DATASETS}
 """
 _SIGHTINGS = f"""
@@ -169,3 +181,28 @@ def type_counts(conn) -> list[TypeCount]:
     with conn.cursor() as cur:
         cur.execute("SELECT type, count(*) FROM resources GROUP BY type ORDER BY type")
         return [TypeCount(*r) for r in cur.fetchall()]
+
+
+# Each (concept, concept at or below it) pair of the ontology is a row of `closure`: a dataset tagged with a
+# lake counts for lake, water body and hydrography.
+_CONCEPT_COUNTS = """
+WITH closure(ancestor, concept) AS (SELECT * FROM unnest(%s::text[], %s::text[]))
+SELECT c.ancestor, count(DISTINCT d.resource_id)
+FROM datasets d CROSS JOIN LATERAL unnest(d.concepts) AS t(concept) JOIN closure c ON c.concept = t.concept
+WHERE d.concepts && %s::text[]  -- the tagged datasets only, through the GIN index
+GROUP BY c.ancestor
+"""
+
+
+def concept_counts(conn) -> list[ConceptCount]:
+    """The concepts some dataset is about (itself or below it), by label, with their resource counts."""
+    ontology = default_ontology()
+    pairs = [(c.id, below) for c in ontology for below in (c.id, *ontology.descendants(c.id))]
+    with conn.cursor() as cur:
+        cur.execute(_CONCEPT_COUNTS, ([a for a, _ in pairs], [b for _, b in pairs], list(ontology.concepts)))
+        counts = dict(cur.fetchall())
+    concepts = [ontology.concepts[cid] for cid in counts]
+    return [
+        ConceptCount(c.id, c.label, list(c.broader), counts[c.id])
+        for c in sorted(concepts, key=lambda c: c.label)
+    ]

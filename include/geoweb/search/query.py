@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from geoweb.errors import GeowebError
+from geoweb.semantic import default_ontology
 
 MAX_TEXT = 500  # characters of a query
 MAX_TYPES = 20
@@ -33,7 +34,8 @@ class InvalidSearch(GeowebError):
 @dataclass(frozen=True, slots=True)
 class SearchQuery:
     """A checked search: free text, resource types, a box (west > east crosses the antimeridian), the run
-    and level that found a resource, and a page. Build it with ``SearchQuery.checked``."""
+    and level that found a resource, a concept some dataset of it is about, and a page. Build it with
+    ``SearchQuery.checked``."""
 
     text: str = ""
     types: tuple[str, ...] = ()
@@ -42,6 +44,7 @@ class SearchQuery:
     level: int | None = None
     limit: int = DEFAULT_LIMIT
     offset: int = 0
+    concept: str | None = None
 
     @classmethod
     def checked(
@@ -53,6 +56,7 @@ class SearchQuery:
         level: int | None = None,
         limit: int = DEFAULT_LIMIT,
         offset: int = 0,
+        concept: str | None = None,
     ) -> SearchQuery:
         """The query, or InvalidSearch naming the first bad parameter."""
         text = " ".join(_text(text or "", "q", MAX_TEXT).split())
@@ -69,7 +73,17 @@ class SearchQuery:
         box = parse_bbox(bbox) if isinstance(bbox, str) else bbox
         if box is not None:
             _check_box(box)
-        return cls(text, tuple(sorted(set(filter(None, names)))), box, run, level, limit, offset)
+        concept = _text(concept, "concept", MAX_NAME).strip() or None
+        if concept is not None and concept not in default_ontology():
+            raise InvalidSearch(f"concept: no concept {concept!r} (GET /api/concepts lists them)")
+        return cls(text, tuple(sorted(set(filter(None, names)))), box, run, level, limit, offset, concept)
+
+    def concepts(self) -> list[str]:
+        """The concept and every concept below it (narrower ones and parts): a search for water bodies finds
+        lakes and canals."""
+        if self.concept is None:
+            return []
+        return sorted({self.concept, *default_ontology().descendants(self.concept)})
 
     @property
     def is_address(self) -> bool:

@@ -21,6 +21,8 @@ ABSTRACT_CHARS = 400  # of an abstract in a result; the detail has all of it
 GEOJSON_DIGITS = 5  # decimals of degrees: about a metre
 
 _FOUND_BY = "EXISTS (SELECT 1 FROM run_resources rr WHERE rr.resource_id = r.id{run}{level})"
+# Through the GIN index of datasets.concepts (migration 0006).
+_ABOUT = "EXISTS (SELECT 1 FROM datasets d WHERE d.resource_id = r.id AND d.concepts && %(concepts)s::text[])"
 
 # The matches, the page of them, and the page's rows with their dataset count and footprint (a resource's
 # box, else the extent of its datasets). A text search ranks every match anyway, so its matches are found
@@ -82,6 +84,9 @@ def search_statement(query: SearchQuery) -> tuple[str, dict]:
                 level=" AND rr.level = %(level)s" if query.level is not None else "",
             )
         )
+    if query.concept is not None:
+        params["concepts"] = query.concepts()
+        where.append(_ABOUT)
     where_sql = "\n      AND ".join(where)
     sql = _PAGE.format(materialized=materialized, rank=rank, where=where_sql, order=order, outer=outer)
     return sql, params

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from geoweb.errors import RobotsDisallowed
 from geoweb.links.normalize import origin
+from geoweb.links.priority import Link
 from geoweb.store.clean import MAX_URL_BYTES, Cleaner, storable_url
 
 if TYPE_CHECKING:
@@ -17,6 +18,7 @@ log = logging.getLogger("geoweb.store")
 
 COLUMNS = (
     "run_id", "url", "level", "shard", "origin", "source_page", "keyword", "status", "error_reason", "error_message",
+    "score",
 )  # fmt: skip
 
 
@@ -53,6 +55,7 @@ class FrontierRows:
         status: str = "discovered",
         error_reason: str | None = None,
         error_message: str | None = None,
+        score: float = 0.0,
     ) -> None:
         if storable_url(url) is None:
             log.warning(
@@ -65,17 +68,18 @@ class FrontierRows:
         host = origin(url)
         self.rows[url] = (
             self.run_id, url, level, shard_of(host, self.shards), host, storable_url(source_page),
-            clean.text(keyword, "keyword"), status, error_reason, error_message,
+            clean.text(keyword, "keyword"), status, error_reason, error_message, score,
         )  # fmt: skip
         clean.log_changes(url)
 
     def add_pages(self, pages: list[Page], keyword_of: dict[str, str | None]) -> None:
-        """Each page with its outcome, then its links one level down, inheriting the page's search keyword."""
+        """Each page with its outcome, then its scored links one level down, inheriting the page's search
+        keyword."""
         for page in pages:
             self.add(page.url, page.level, page.source, keyword_of.get(page.url), *outcome(page))
         for page in pages:
-            for url, source in page.links:
-                self.add(url, page.level + 1, source, keyword_of.get(page.url))
+            for url, source, score in (Link(*link) for link in page.links):  # (url, source) scores 0
+                self.add(url, page.level + 1, source, keyword_of.get(page.url), score=score)
 
     def sorted(self) -> list[tuple]:
         return [self.rows[url] for url in sorted(self.rows)]

@@ -20,7 +20,7 @@ RESOURCE_COLUMNS = (
     "url", "type", "version", "title", "abstract", "keywords", "provider", "bbox", "extra", "content_sha256",
     "source_page", "keyword", "level",
 )  # fmt: skip
-DATASET_COLUMNS = ("resource_id", "position", "name", "title", "keywords", "footprint", "extra")
+DATASET_COLUMNS = ("resource_id", "position", "name", "title", "keywords", "footprint", "extra", "concepts")
 
 
 @dataclass(slots=True)
@@ -71,6 +71,7 @@ def _dataset_row(position: int, dataset: Dataset, footprint: str | None, clean: 
     return (
         position, clean.text(dataset.name, "dataset name"), clean.text(dataset.title, "dataset title"),
         clean.words(dataset.keywords, "dataset keywords"), footprint, clean.json(dataset.extra, "dataset extra"),
+        clean.words(dataset.concepts, "dataset concepts"),
     )  # fmt: skip
 
 

@@ -19,13 +19,16 @@ from psycopg2.extras import execute_values
 
 from geoweb.crawl.report import LevelStats
 from geoweb.errors import StoreError
+from geoweb.links.priority import Link, RecordedLink, apply_budget
 from geoweb.models import Dataset, Resource
 from geoweb.store.catalogue import CatalogueStore
 from geoweb.store.clean import Cleaner
+from geoweb.store.concepts import load_concepts
 from geoweb.store.frontier import COLUMNS as FRONTIER_COLUMNS
 from geoweb.store.frontier import FrontierRows
 from geoweb.store.geometry import boxes_of
 from geoweb.store.migrations import apply_migrations
+from geoweb.store.revisit import RevisitStore
 from geoweb.store.rows import DATASET_COLUMNS, RESOURCE_COLUMNS, ResourceRows, resource_rows
 
 if TYPE_CHECKING:
@@ -52,9 +55,10 @@ _DATASETS_UPSERT = f"""
 INSERT INTO datasets AS d ({", ".join(DATASET_COLUMNS)}) VALUES %s
 ON CONFLICT (resource_id, position) DO UPDATE SET
     name = EXCLUDED.name, title = EXCLUDED.title, keywords = EXCLUDED.keywords,
-    footprint = EXCLUDED.footprint, extra = EXCLUDED.extra
-WHERE (d.name, d.title, d.keywords, d.footprint, d.extra)
-    IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.title, EXCLUDED.keywords, EXCLUDED.footprint, EXCLUDED.extra)
+    footprint = EXCLUDED.footprint, extra = EXCLUDED.extra, concepts = EXCLUDED.concepts
+WHERE (d.name, d.title, d.keywords, d.footprint, d.extra, d.concepts)
+    IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.title, EXCLUDED.keywords, EXCLUDED.footprint, EXCLUDED.extra,
+                      EXCLUDED.concepts)
 """
 # datasets past the end of a resource's new list are gone from its document
 _DATASETS_TRIM = """
@@ -62,9 +66,10 @@ DELETE FROM datasets d USING unnest(%s::bigint[], %s::integer[]) AS kept(resourc
 WHERE d.resource_id = kept.resource_id AND d.position >= kept.count
 """
 _RUN_RESOURCES_UPSERT = """
-INSERT INTO run_resources AS rr (run_id, resource_id, level, source_page, discovered_at) VALUES %s
+INSERT INTO run_resources AS rr (run_id, resource_id, level, source_page, discovered_at, found_on) VALUES %s
 ON CONFLICT (run_id, resource_id) DO UPDATE SET
-    level = EXCLUDED.level, source_page = EXCLUDED.source_page, discovered_at = EXCLUDED.discovered_at
+    level = EXCLUDED.level, source_page = EXCLUDED.source_page, discovered_at = EXCLUDED.discovered_at,
+    found_on = EXCLUDED.found_on
 WHERE EXCLUDED.level < rr.level
 """
 # A URL already in the frontier keeps its level; only an outcome (not 'discovered') updates it. Rows come
@@ -85,13 +90,13 @@ WHERE rr.run_id = %s
 ORDER BY rr.level, r.id
 """
 _EXPORT_DATASETS = """
-SELECT resource_id, name, title, keywords, ST_AsBinary(footprint), extra
+SELECT resource_id, name, title, keywords, ST_AsBinary(footprint), extra, concepts
 FROM datasets WHERE resource_id = ANY(%s)
 ORDER BY resource_id, position
 """
 
 
-class Store(CatalogueStore):
+class Store(CatalogueStore, RevisitStore):
     """One connection to the harvest database (a psycopg2 connection: one Store per thread). Each method is
     one transaction. Usable as a context manager, which closes the connection."""
 
@@ -126,8 +131,11 @@ class Store(CatalogueStore):
             yield cur
 
     def migrate(self) -> list[str]:
-        """Apply pending migrations (see ``geoweb.store.migrations``); returns the versions applied."""
-        return apply_migrations(self.conn)
+        """Apply pending migrations (see ``geoweb.store.migrations``) and load the ontology's concepts;
+        returns the versions applied."""
+        applied = apply_migrations(self.conn)
+        load_concepts(self.conn)
+        return applied
 
     # --- runs ---
 
@@ -189,15 +197,50 @@ class Store(CatalogueStore):
             )
             return [row[0] for row in cur.fetchall()]
 
-    def pending_urls(self, run_id: str, level: int, shard: int) -> list[tuple[str, str | None, str | None]]:
-        """(url, source page, search keyword) of a shard's URLs still to fetch, by URL."""
+    def pending_urls(
+        self, run_id: str, level: int, shard: int
+    ) -> list[tuple[str, str | None, str | None, float]]:
+        """(url, source page, search keyword, link score) of a shard's URLs still to fetch, best score first."""
         with self._transaction() as cur:
             cur.execute(
-                "SELECT url, source_page, keyword FROM frontier "
-                "WHERE run_id = %s AND level = %s AND shard = %s AND status = 'discovered' ORDER BY url",
+                "SELECT url, source_page, keyword, score FROM frontier "
+                "WHERE run_id = %s AND level = %s AND shard = %s AND status = 'discovered' "
+                "ORDER BY score DESC, url",
                 (run_id, level, shard),
             )
             return cur.fetchall()
+
+    def skip_over_budget(self, run_id: str, level: int, fraction: float, min_score: float) -> int:
+        """Mark the URLs of a level the link budget does not follow 'skipped' (reason 'budget'); returns how
+        many are skipped. The budget is taken over all the level's URLs, whatever their status, so redoing
+        it skips the same set."""
+        with self._transaction() as cur:
+            cur.execute("SELECT url, score FROM frontier WHERE run_id = %s AND level = %s", (run_id, level))
+            _, dropped = apply_budget(
+                [Link(url, None, score) for url, score in cur.fetchall()], fraction, min_score
+            )
+            cur.execute(
+                "UPDATE frontier SET status = 'skipped', error_reason = 'budget', "
+                "error_message = 'not followed: under the link budget', updated_at = now() "
+                "WHERE run_id = %s AND url = ANY(%s) AND status = 'discovered'",
+                (run_id, sorted(link.url for link in dropped)),
+            )
+            cur.execute(
+                "SELECT count(*) FROM frontier WHERE run_id = %s AND level = %s AND error_reason = 'budget'",
+                (run_id, level),
+            )
+            return cur.fetchone()[0]
+
+    def recorded_links(self, run_id: str) -> tuple[list[RecordedLink], list[str]]:
+        """What the recall curve needs of a run: every frontier URL (level, source page, score), and for each
+        resource the URL whose fetch found it (resources found before scores were recorded are left out)."""
+        with self._transaction() as cur:
+            cur.execute("SELECT url, level, source_page, score FROM frontier WHERE run_id = %s", (run_id,))
+            links = [RecordedLink(*row) for row in cur.fetchall()]
+            cur.execute(
+                "SELECT found_on FROM run_resources WHERE run_id = %s AND found_on IS NOT NULL", (run_id,)
+            )
+            return links, [row[0] for row in cur.fetchall()]
 
     def origin_counts(self, run_id: str, origins: list[str]) -> dict[str, int]:
         """Frontier URLs per origin (every level, every status): what a host's page budget has used."""
@@ -246,15 +289,20 @@ class Store(CatalogueStore):
 
     def _save_pages(self, cur, run_id: str, pages: list[Page], shards: int, keyword_of: dict) -> None:
         found: dict[tuple[str, str], ResourceRows] = {}
+        found_on: dict[tuple[str, str], str] = {}  # the page whose fetch found the resource
         for page in pages:
             for resource in page.resources:
                 rows = resource_rows(resource, page, keyword_of.get(page.url))
                 if rows and (rows.key not in found or rows.level < found[rows.key].level):
                     found[rows.key] = rows
+                    found_on[rows.key] = page.url
         resources = [found[key] for key in sorted(found)]
         if resources:
             ids = self._upsert_resources(cur, resources)
-            links = [(run_id, ids[r.key], r.level, r.source_page, r.discovered_at) for r in resources]
+            links = [
+                (run_id, ids[r.key], r.level, r.source_page, r.discovered_at, found_on[r.key])
+                for r in resources
+            ]
             execute_values(cur, _RUN_RESOURCES_UPSERT, links, page_size=PAGE_SIZE)
         frontier = FrontierRows(run_id, shards)
         frontier.add_pages(pages, keyword_of)
@@ -333,9 +381,11 @@ def _records(cur, batch: list[tuple]) -> Iterator[dict]:
     cur.execute(_EXPORT_DATASETS, ([row[0] for row in batch],))
     rows = cur.fetchall()
     datasets: dict[int, list[Dataset]] = defaultdict(list)
-    for (resource_id, name, title, keywords, _, extra), box in zip(rows, _boxes(rows, 4), strict=True):
+    for (resource_id, name, title, keywords, _, extra, concepts), box in zip(
+        rows, _boxes(rows, 4), strict=True
+    ):
         datasets[resource_id].append(
-            Dataset(name=name, title=title, bbox=box, keywords=keywords, extra=extra)
+            Dataset(name=name, title=title, bbox=box, keywords=keywords, extra=extra, concepts=concepts)
         )
     for row, box in zip(batch, _boxes(batch, 8), strict=True):
         id_, url, type_, version, title, abstract, keywords, provider, _, extra, sha, level, source, at = row

@@ -94,6 +94,7 @@
 
   let offset = 0;
   let searchNumber = 0; // answers to older searches are dropped
+  const conceptLabels = new Map(); // concept id -> label, from api/concepts
 
   function searchParams() {
     const params = new URLSearchParams();
@@ -102,6 +103,7 @@
     for (const box of document.querySelectorAll("#types input:checked")) params.append("type", box.value);
     if ($("run").value) params.set("run", $("run").value);
     if ($("level").value) params.set("level", $("level").value);
+    if ($("concept").value) params.set("concept", $("concept").value);
     if ($("in-view").checked) params.set("bbox", visibleBox().join(","));
     params.set("limit", PAGE_SIZE);
     params.set("offset", offset);
@@ -221,7 +223,9 @@
       `Datasets (first ${shown} of ${resource.datasets_total})`;
     const rows = resource.datasets.map((d) =>
       el("tr", null, el("td", null, String(d.position + 1)), el("td", null, d.name || ""), el("td", null, d.title || ""),
-        el("td", null, d.keywords.join(", ")), el("td", null, boxText(d.footprint))));
+        el("td", null, d.keywords.join(", ")),
+        el("td", { class: "concepts" }, d.concepts.map((c) => conceptLabels.get(c) || c).join(", ")),
+        el("td", null, boxText(d.footprint))));
     $("datasets").tBodies[0].replaceChildren(...rows);
     datasets.clearLayers();
     for (const d of resource.datasets) if (d.footprint) datasets.addData(d.footprint);
@@ -232,7 +236,7 @@
   // --- filters ---------------------------------------------------------------------------------------------
 
   async function loadFilters() {
-    const [types, runs] = await Promise.all([api("api/types"), api("api/runs")]);
+    const [types, runs, concepts] = await Promise.all([api("api/types"), api("api/runs"), api("api/concepts")]);
     $("types").replaceChildren(
       ...types.map((t) => {
         const box = el("input", { type: "checkbox", value: t.type });
@@ -242,6 +246,10 @@
     );
     for (const run of runs) $("run").append(el("option", { value: run.run_id }, `${run.run_id} (${run.resources})`));
     for (let level = 0; level <= MAX_LEVEL; level++) $("level").append(el("option", { value: String(level) }, String(level)));
+    for (const c of concepts) {
+      conceptLabels.set(c.id, c.label);
+      $("concept").append(el("option", { value: c.id }, `${c.label} (${c.resources})`));
+    }
   }
 
   // --- wiring ----------------------------------------------------------------------------------------------
@@ -256,7 +264,7 @@
     event.preventDefault();
     search(true);
   });
-  for (const id of ["run", "level", "in-view"]) $(id).addEventListener("change", () => search(true));
+  for (const id of ["run", "level", "concept", "in-view"]) $(id).addEventListener("change", () => search(true));
   $("previous").addEventListener("click", () => {
     offset = Math.max(0, offset - PAGE_SIZE);
     search(false);

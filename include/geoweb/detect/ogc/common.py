@@ -232,9 +232,10 @@ CAPABILITIES_KEYS = frozenset(
 # Paths of typical OGC endpoints: a segment named after a service (…/wms, /ows/…, wms.cgi), MapServer and
 # QGIS Server (mapserv, qgis_mapserv.fcgi), ArcGIS (…/MapServer/WMSServer, …/ImageServer/WCSServer),
 # GeoServer, deegree, pycsw, GeoNetwork's CSW and 52°North SOS.
+# "mapserv" is MapServer's CGI; ArcGIS REST's ".../MapServer" is no OGC endpoint (its ".../WMSServer" is)
 ENDPOINT_PATH = re.compile(
     r"(?:^|/)(?:wms|wfs|wcs|wmts|wps|sos|csw|ows)(?:[/._]|$)"
-    r"|mapserv|(?:wms|wfs|wcs|wmts)server|/geoserver/|/deegree|/pycsw|/52n-sos|/geonetwork/srv/.+/csw",
+    r"|mapserv(?![a-z])|(?:wms|wfs|wcs|wmts)server|/geoserver/|/deegree|/pycsw|/52n-sos|/geonetwork/srv/.+/csw",
     re.I,
 )
 

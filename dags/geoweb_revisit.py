@@ -1,0 +1,102 @@
+"""geoweb_revisit: re-check the known resources that are due, at intervals adapted to how often each changes.
+
+Wiring only: the steps live in ``geoweb.revisit.run`` and the parameters in ``geoweb.revisit.params``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from airflow.sdk import Param, TriggerRule, dag, get_current_context, task
+
+from geoweb.revisit.params import param_specs
+from geoweb_airflow import POLICIES_VARIABLE, harvest_store, url_policies
+
+CRAWL_POOL = "geoweb_crawl"
+
+DOC = f"""
+### Re-check known services and files
+
+`plan` takes up to `batch_size` resources whose next check is due (a resource new to the schedule is due one
+day after it was found) and splits them by host into shards. `check` runs once per shard in the pool
+`{CRAWL_POOL}`, politely (robots.txt, per-host delay and concurrency, the address guard): each resource's
+document is fetched again (an OGC service's GetCapabilities of its type and version, a file's URL with the
+Range reads its detector makes) and read by its own detector. A changed document updates the resource and its
+datasets as the crawl loads them; every check is a row of `resource_checks`.
+
+The next check comes sooner after a change (interval halved, down to `min_interval_hours`) and later when
+nothing changed (doubled, up to `max_interval_hours`); a failed check retries sooner, and `dead_after`
+failures in a row mark the resource dead (kept, checked at the maximum interval, alive again when it answers).
+URL-pattern policies from the Variable `{POLICIES_VARIABLE}` (else `GEOWEB_URL_POLICIES`) skip URLs or fix
+their interval. `summarize` logs checked, changed, unchanged, failed, newly dead and the next due check.
+"""
+
+
+def _params():
+    """The run's RevisitParams and settings; a bad conf or policy list fails the task at once."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from geoweb.params import InvalidParams
+    from geoweb.policy import InvalidPolicy, URLPolicies
+    from geoweb.revisit.params import RevisitParams
+    from geoweb.settings import Settings
+
+    policies = url_policies()
+    try:
+        params = RevisitParams.from_conf(get_current_context()["params"])
+        if policies:  # the Variable wins over GEOWEB_URL_POLICIES
+            URLPolicies.from_json(policies, f"Variable {POLICIES_VARIABLE}")
+        settings = params.settings(Settings.from_env(**({"url_policies": policies} if policies else {})))
+        URLPolicies.from_setting(settings.url_policies)  # validated before any check
+    except (InvalidParams, InvalidPolicy) as exc:
+        raise AirflowFailException(str(exc)) from None
+    return params, settings
+
+
+@task
+def plan() -> list[list[int]]:
+    """The due resources' ids, one list per shard of hosts (empty: nothing is due, the checks are skipped)."""
+    from geoweb.revisit import run
+
+    params, settings = _params()
+    with harvest_store() as store:
+        return run.plan_revisits(store, params, settings)
+
+
+@task(pool=CRAWL_POOL)
+def check(ids: list[int]) -> dict:
+    """Check one shard's resources; each check is saved as it ends."""
+    from geoweb.revisit import run
+
+    _, settings = _params()
+    with harvest_store() as store:
+        return run.check_resources(store, get_current_context()["dag_run"].run_id, ids, settings)
+
+
+@task(trigger_rule=TriggerRule.NONE_FAILED)
+def summarize(summaries: list[dict]) -> dict:
+    """Log the run's totals and when the next check is due."""
+    from geoweb.revisit import run
+
+    with harvest_store() as store:
+        return run.summarize(store, summaries)
+
+
+@dag(
+    schedule="@hourly",
+    start_date=datetime(2026, 1, 1, tzinfo=UTC),
+    catchup=False,
+    max_active_runs=1,
+    tags=["geoweb", "revisit"],
+    doc_md=DOC,
+    default_args={"retries": 2, "retry_delay": timedelta(seconds=30)},
+    params={
+        name: Param(default, description=description, **schema)
+        for name, default, description, schema in param_specs()
+    },
+)
+def geoweb_revisit():
+    summarize(check.expand(ids=plan()))
+
+
+geoweb_revisit()

@@ -1,0 +1,115 @@
+"""Run parameters declared once: frozen dataclasses whose fields carry their JSON schema and description.
+
+A DAG builds its trigger-form Params from ``param_specs(cls)``; its tasks rebuild the dataclass from the run's
+conf with ``values_from_conf(cls, conf)``. Both validate against the same schemas, so the form, the CLI/REST
+conf and the library agree on every key. The crawl's params (``geoweb.harvest.params``) and the revisits'
+(``geoweb.revisit.params``) are declared this way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import field, fields
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError, best_match
+
+from geoweb.settings import Settings
+
+# A pattern's "description" completes the error message "<value> is not <description>".
+HOST_PORT = {
+    "type": "string",
+    "pattern": r"^[A-Za-z0-9.\-]+(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$",
+    "description": "a host or host:port",
+}
+
+
+class InvalidParams(ValueError):
+    """Raised for a conf that does not validate; the message names the key."""
+
+
+def param(default: Any, description: str, **schema: Any) -> Any:
+    """A dataclass field holding its JSON schema and trigger-form description as metadata."""
+    return field(default=default, metadata={"description": description, "schema": schema})
+
+
+def list_of(items: dict[str, Any], **schema: Any) -> dict[str, Any]:
+    """The schema of a JSON array of distinct ``items``."""
+    return {"type": "array", "items": items, "uniqueItems": True, **schema}
+
+
+def allowed_hosts_param() -> Any:
+    """The hosts a run may reach on private addresses: the same param in every DAG that fetches."""
+    return param(
+        (),
+        "Hosts (host or host:port) that may resolve to private or loopback addresses; every other such "
+        "address is refused. For tests and demos on a local network.",
+        **list_of(HOST_PORT, maxItems=1_000),
+    )
+
+
+def per_host_delay_param() -> Any:
+    """The politeness delay: the same param in every DAG that fetches."""
+    defaults = Settings()
+    return param(
+        defaults.per_host_delay,
+        "Seconds between two requests to one host (politeness); a larger robots.txt Crawl-delay wins.",
+        type="number",
+        minimum=0,
+        maximum=defaults.max_crawl_delay,
+    )
+
+
+def param_specs(cls: type) -> Iterator[tuple[str, Any, str, dict[str, Any]]]:
+    """(name, JSON default, description, JSON schema) of every parameter of ``cls``, in declaration order."""
+    for f in fields(cls):
+        yield f.name, _json(f.default, f.metadata["schema"]), f.metadata["description"], f.metadata["schema"]
+
+
+def values_from_conf(cls: type, conf: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The field values of ``cls``: its defaults overridden by ``conf``, validated key by key."""
+    conf = dict(conf or {})
+    names = [f.name for f in fields(cls)]
+    unknown = sorted(set(conf) - set(names))
+    if unknown:
+        raise InvalidParams(f"unknown param(s) {', '.join(unknown)}; known: {', '.join(names)}")
+    values = {}
+    for name, default, _, schema in param_specs(cls):
+        value = conf.get(name, default)
+        error = best_match(Draft202012Validator(schema).iter_errors(value))
+        if error is not None:
+            raise InvalidParams(_message(name, error))
+        if isinstance(value, float) and math.isnan(value):  # passes every JSON Schema bound
+            raise InvalidParams(f"param {name}: NaN is not a number")
+        if schema["type"] == "integer":
+            value = int(value)  # JSON Schema counts 5.0 as an integer
+        values[name] = _frozen(value)
+    return values
+
+
+def to_conf(params: Any) -> dict[str, Any]:
+    """The JSON form of a params dataclass (stored with its run)."""
+    return {f.name: _json(getattr(params, f.name), f.metadata["schema"]) for f in fields(params)}
+
+
+def _message(name: str, error: ValidationError) -> str:
+    where = "".join(f"[{p}]" for p in error.absolute_path)
+    what = error.message
+    if error.validator == "pattern" and "description" in error.schema:
+        what = f"{error.instance!r} is not {error.schema['description']}"
+    return f"param {name}{where}: {what}"
+
+
+def _frozen(value: Any) -> Any:
+    """A JSON value as the frozen dataclass holds it: arrays as tuples, objects as tuples of pairs."""
+    if isinstance(value, dict):
+        return tuple((k, _frozen(v)) for k, v in value.items())
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _json(value: Any, schema: dict[str, Any]) -> Any:
+    if schema["type"] == "object":
+        return {k: list(v) for k, v in value}
+    return list(value) if isinstance(value, tuple) else value

@@ -1,0 +1,130 @@
+"""The checker: fetch again what proved a resource and let its own detector read it, as the crawl did.
+
+An OGC service is asked for GetCapabilities of its type and version; every other resource is fetched at its
+URL (the file, landing page or catalog), and its detector sends the same follow-up requests it sent in the
+crawl (a Range read of a large ZIP or GeoTIFF, an ArcGIS service's ``f=json``), once per check. Only the
+resource's own type is wanted: an OGC endpoint is probed for no other service. A check is changed when its
+fingerprint (the document's sha256, or, for a file only read in part, a digest of what the detector read)
+differs from the last check's; the store also calls it changed when reloading the resource changes its
+metadata or datasets (the first check has no fingerprint to compare with: the crawl may have read another
+variant of the document).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections import Counter
+from collections.abc import Iterable
+from urllib.parse import quote
+
+from geoweb.detect.base import DetectContext, Detector, Fetch
+from geoweb.detect.ogc.common import capabilities_url
+from geoweb.errors import FetchError, GeowebError, HTTPStatusError
+from geoweb.models import OGC_TYPES, Resource
+from geoweb.revisit.models import CheckResult, Due
+from geoweb.semantic import tag_datasets
+from geoweb.settings import Settings
+
+log = logging.getLogger("geoweb.revisit")
+
+CRAWL_FIELDS = ("level", "source_page", "discovered_at")  # how a crawl found it, not what it is
+
+
+def recheck_url(due: Due) -> str:
+    """The URL whose answer proves the resource."""
+    if due.type not in OGC_TYPES:
+        return due.url
+    url = capabilities_url(due.url, due.type)
+    return f"{url}&version={quote(due.version, safe='.')}" if due.version else url
+
+
+def fingerprint(resource: Resource) -> str:
+    """The sha256 of the document that proved the resource; for a file read in part (no whole document), of
+    the record its detector made."""
+    if resource.content_sha256:
+        return resource.content_sha256
+    record = {k: v for k, v in resource.to_record().items() if k not in CRAWL_FIELDS}
+    return hashlib.sha256(json.dumps(record, sort_keys=True, default=str).encode()).hexdigest()
+
+
+class _CheckContext(DetectContext):
+    """A detector's context that remembers why the detector turned the response down."""
+
+    last_miss: str | None = None
+
+    def miss(self, detector: str, url: str, exc: GeowebError) -> list[Resource]:
+        self.last_miss = f"{detector}: {exc}"
+        return super().miss(detector, url, exc)
+
+
+class Checker:
+    """Checks due resources with one fetch (the crawl's fetcher: robots.txt, politeness, address guard)."""
+
+    def __init__(self, fetch: Fetch, detectors: Iterable[Detector], settings: Settings, stats: Counter):
+        self.fetch = fetch
+        self.detectors = list(detectors)
+        self.settings = settings
+        self.stats = stats
+
+    async def check(self, due: Due) -> CheckResult:
+        """Never raises for a server's fault: every failure is a ``failed`` result with its reason."""
+        started = time.monotonic()
+        try:
+            result = await self._check(due)
+        except FetchError as exc:
+            status = exc.status if isinstance(exc, HTTPStatusError) else None
+            result = CheckResult(due, "failed", 0.0, status, exc.reason, str(exc))
+        except Exception as exc:  # a detector bug must not end the revisit; it is logged with its trace
+            log.exception("%s (%s): check crashed", due.url, due.type)
+            result = CheckResult(due, "failed", 0.0, None, "crash", f"{type(exc).__name__}: {exc}")
+        result.seconds = time.monotonic() - started
+        self.stats[f"revisit/{result.outcome}"] += 1
+        if result.outcome == "failed":
+            self.stats[f"revisit/failed/{result.error_reason}"] += 1
+            log.info(
+                "%s (%s): check failed (%s): %s", due.url, due.type, result.error_reason, result.error_message
+            )
+        return result
+
+    async def _check(self, due: Due) -> CheckResult:
+        response = await self.fetch(recheck_url(due))
+        if response.status >= 400:
+            return CheckResult(due, "failed", 0.0, response.status, "http_status", f"HTTP {response.status}")
+        asked: set[str] = set()  # a detector's follow-up requests go once per check, as once per crawl
+        ctx = _CheckContext(
+            fetch=self.fetch,
+            settings=self.settings,
+            types={due.type},
+            first_time=_once(asked),
+            stats=self.stats,
+        )
+        found: list[Resource] = []
+        for detector in self.detectors:
+            if due.type in detector.types and detector.accepts(response):
+                found += [r for r in await detector.detect(response, ctx) if r.type == due.type]
+        if not found:
+            why = (
+                ctx.last_miss or f"no {due.type} in the answer ({response.content_type or 'no content type'})"
+            )
+            return CheckResult(due, "failed", 0.0, response.status, "not_found", why)
+        resource = next((r for r in found if r.url == due.url), found[0])
+        resource.url = due.url  # the key stays: a redirect does not make another resource
+        # tagged with concepts as the crawl tags what it loads, or the reload would differ from the crawl's
+        tag_datasets(resource.datasets, self.settings.concept_lcs_threshold)
+        seen = fingerprint(resource)
+        outcome = "changed" if due.baseline is not None and seen != due.baseline else "unchanged"
+        return CheckResult(due, outcome, 0.0, response.status, fingerprint=seen, resource=resource)
+
+
+def _once(asked: set[str]):
+    """``DetectContext.first_time`` over ``asked``: True the first time a key is seen."""
+
+    def first_time(key: str) -> bool:
+        new = key not in asked
+        asked.add(key)
+        return new
+
+    return first_time

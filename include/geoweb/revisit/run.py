@@ -1,0 +1,134 @@
+"""The steps of a revisit run, as the revisit DAG's tasks and ``geoweb revisit`` call them: plan (the due
+resources, split by host into shards), check a shard, summarise.
+
+A shard holds every due resource of some hosts, so one task at a time talks to a host and the fetcher's
+per-host politeness holds. Each check is saved as it ends; a retried task checks only what is still due.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from geoweb.detect import load_detectors
+from geoweb.fetch.fetcher import Fetcher
+from geoweb.links.normalize import origin
+from geoweb.policy import URLPolicies
+from geoweb.revisit.check import Checker
+from geoweb.revisit.models import CheckResult, Due
+from geoweb.revisit.params import RevisitParams
+from geoweb.revisit.schedule import Schedule
+from geoweb.settings import Settings
+from geoweb.store import Store, shard_of
+
+log = logging.getLogger("geoweb.revisit")
+
+COUNTS = ("checked", "unchanged", "changed", "failed", "newly_dead", "revived", "skipped")
+
+ResultSink = Callable[[dict[str, Any]], None]
+
+
+def schedule_of(settings: Settings) -> Schedule:
+    return Schedule(settings.revisit_min_interval, settings.revisit_max_interval, settings.revisit_dead_after)
+
+
+def plan_revisits(store: Store, params: RevisitParams, settings: Settings) -> list[list[int]]:
+    """Migrate the store and return the ids of the due resources (at most ``batch_size``), one list per
+    shard of hosts."""
+    store.migrate()
+    due = store.due_resources(params.types, params.batch_size, settings.revisit_initial_interval)
+    shards: dict[int, list[int]] = defaultdict(list)
+    for resource in due:
+        shards[shard_of(origin(resource.url), params.shards)].append(resource.id)
+    log.info("%d resources due for a check, in %d shards", len(due), len(shards))
+    return [shards[shard] for shard in sorted(shards)]
+
+
+def check_resources(
+    store: Store,
+    run_id: str,
+    ids: Iterable[int],
+    settings: Settings,
+    on_result: ResultSink | None = None,
+) -> dict[str, Any]:
+    """Check those of ``ids`` still due and save each check; returns the counts (``COUNTS``) and seconds.
+    A URL policy that skips a resource's URL postpones it by the maximum interval, unchecked."""
+    started = time.monotonic()
+    policies = URLPolicies.from_setting(settings.url_policies)
+    schedule = schedule_of(settings)
+    counts = Counter(dict.fromkeys(COUNTS, 0))
+    due, skipped = [], []
+    for resource in store.still_due(list(ids)):
+        policy = policies.match(resource.url)
+        if policy is not None and policy.skips:
+            log.info("%s (%s): not checked: %s", resource.url, resource.type, policy)
+            skipped.append(resource.id)
+        else:
+            due.append(resource)
+    store.postpone(skipped, schedule.max_interval)
+    counts["skipped"] = len(skipped)
+
+    def save(result: CheckResult) -> None:
+        policy = policies.match(result.due.url)
+        fixed = policy.revisit_seconds if policy is not None else None
+        details, delay = store.record_check(
+            run_id, result, lambda outcome: schedule.after(result.due.state, outcome, fixed)
+        )
+        counts["checked"] += 1
+        counts[result.outcome] += 1
+        counts["newly_dead"] += details.get("dead", False)
+        counts["revived"] += details.get("revived", False)
+        if on_result is not None:
+            on_result(_line(result, delay, details))
+
+    asyncio.run(_check_all(due, settings, save))
+    summary: dict[str, Any] = dict(counts) | {"seconds": round(time.monotonic() - started, 1)}
+    log.info("revisit %s: %s", run_id, summary)
+    return summary
+
+
+async def _check_all(due: list[Due], settings: Settings, save: Callable[[CheckResult], None]) -> None:
+    """Check every due resource with one fetcher (its per-host slots pace each host); save each as it ends."""
+    stats: Counter = Counter()
+    async with Fetcher(settings, stats=stats) as fetcher:
+        checker = Checker(fetcher.get, load_detectors(), settings, stats)
+
+        async def check(resource: Due) -> None:
+            save(await checker.check(resource))
+
+        await asyncio.gather(*(check(resource) for resource in due))
+
+
+def _line(result: CheckResult, delay: float, details: dict[str, Any]) -> dict[str, Any]:
+    """A check as one JSON line of ``geoweb revisit``."""
+    next_check = datetime.now(UTC) + timedelta(seconds=delay)
+    return {
+        "url": result.due.url,
+        "type": result.due.type,
+        "outcome": result.outcome,
+        "http_status": result.http_status,
+        "error_reason": result.error_reason,
+        "error_message": result.error_message,
+        "seconds": round(result.seconds, 3),
+        "next_check_at": next_check.isoformat(timespec="seconds"),
+        **details,
+    }
+
+
+def summarize(store: Store, summaries: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """The run's totals over its shards and the schedule's state (alive, dead, next due), logged as a table."""
+    totals = Counter(dict.fromkeys(COUNTS, 0))
+    for summary in summaries:
+        totals.update({k: summary.get(k, 0) for k in COUNTS})
+    result = dict(totals) | store.revisit_overview()
+    log.info("revisit summary:\n%s", table(result))
+    return result
+
+
+def table(summary: dict[str, Any]) -> str:
+    return "\n".join(f"  {name:<12} {summary.get(name)}" for name in (*COUNTS, "alive", "dead", "next_due"))

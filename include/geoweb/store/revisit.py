@@ -1,0 +1,195 @@
+"""The store's side of revisits: each resource's schedule (``resource_schedule``) and its change history
+(``resource_checks``).
+
+Mixed into ``Store``. A resource joins the schedule the first time due resources are asked for, due one
+initial interval after it was last seen. Recording a check is one transaction: the resource reloaded as a
+crawl loads it (after a good check), the new schedule, and the history row. A dead resource keeps its rows;
+only its state says it is dead.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Collection
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from geoweb.models import Resource
+from geoweb.revisit.models import CheckResult, Due
+from geoweb.revisit.schedule import ScheduleState
+from geoweb.store.clean import Cleaner
+from geoweb.store.rows import resource_rows
+
+if TYPE_CHECKING:
+    from geoweb.crawl.engine import Page
+
+log = logging.getLogger("geoweb.store")
+
+MAX_LISTED = 50  # dataset names listed per check in the history's details
+
+NextCheck = Callable[[str], tuple[ScheduleState, float]]  # outcome -> (new state, seconds to the next check)
+
+_ENROL = """
+INSERT INTO resource_schedule (resource_id, next_check_at, interval_seconds)
+SELECT id, last_seen + make_interval(secs => %(initial)s), %(initial)s FROM resources r
+WHERE NOT EXISTS (SELECT 1 FROM resource_schedule s WHERE s.resource_id = r.id)
+ON CONFLICT (resource_id) DO NOTHING
+"""
+_DUE_COLUMNS = """
+r.id, r.url, r.type, r.version, s.fingerprint, s.interval_seconds, s.failures,
+s.checks, s.changes, s.state = 'dead'
+"""
+_DUE = f"""
+SELECT {_DUE_COLUMNS} FROM resource_schedule s JOIN resources r ON r.id = s.resource_id
+WHERE s.next_check_at <= %(now)s AND r.type = ANY(%(types)s)
+ORDER BY s.next_check_at, r.id LIMIT %(limit)s
+"""
+_DUE_OF = f"""
+SELECT {_DUE_COLUMNS} FROM resource_schedule s JOIN resources r ON r.id = s.resource_id
+WHERE s.resource_id = ANY(%(ids)s) AND s.next_check_at <= %(now)s
+ORDER BY r.id
+"""
+_SCHEDULE_UPDATE = """
+UPDATE resource_schedule SET state = %(state)s, next_check_at = %(next)s, interval_seconds = %(interval)s,
+    failures = %(failures)s, checks = %(checks)s, changes = %(changes)s,
+    fingerprint = coalesce(%(fingerprint)s, fingerprint), last_checked_at = now(), last_outcome = %(outcome)s
+WHERE resource_id = %(id)s
+"""
+# the columns a crawl's upsert writes from what the detector read (not its hash, not when or how it was found)
+_RESOURCE_SNAPSHOT = """
+SELECT version, title, abstract, keywords, provider, encode(ST_AsEWKB(bbox), 'hex'), extra
+FROM resources WHERE id = %s
+"""
+_DATASETS_SNAPSHOT = """
+SELECT name, title, keywords, encode(ST_AsEWKB(footprint), 'hex'), extra FROM datasets WHERE resource_id = %s
+ORDER BY position
+"""
+_CHECK_INSERT = """
+INSERT INTO resource_checks (resource_id, run_id, outcome, http_status, error_reason, error_message,
+    content_sha256, seconds, details)
+VALUES (%(id)s, %(run_id)s, %(outcome)s, %(status)s, %(reason)s, %(message)s, %(sha)s, %(seconds)s,
+    %(details)s)
+"""
+
+
+class RevisitStore:
+    """Revisit methods of ``Store`` (which provides ``_transaction`` and ``_upsert_resources``)."""
+
+    def due_resources(self, types: Collection[str], limit: int, initial_interval: float) -> list[Due]:
+        """Up to ``limit`` resources of ``types`` due for a check, longest due first; resources new to the
+        schedule join it first."""
+        with self._transaction() as cur:
+            cur.execute(_ENROL, {"initial": initial_interval})
+            cur.execute(_DUE, {"now": datetime.now(UTC), "types": list(types), "limit": limit})
+            return [_due(row) for row in cur.fetchall()]
+
+    def still_due(self, ids: Collection[int]) -> list[Due]:
+        """Those of ``ids`` still due (a retried task skips what it already checked), by id."""
+        with self._transaction() as cur:
+            cur.execute(_DUE_OF, {"ids": list(ids), "now": datetime.now(UTC)})
+            return [_due(row) for row in cur.fetchall()]
+
+    def postpone(self, ids: Collection[int], seconds: float) -> None:
+        """Move checks ``seconds`` ahead without checking (a URL policy skips them); no history row."""
+        with self._transaction() as cur:
+            cur.execute(
+                "UPDATE resource_schedule SET next_check_at = now() + make_interval(secs => %s) "
+                "WHERE resource_id = ANY(%s)",
+                (seconds, list(ids)),
+            )
+
+    def record_check(
+        self, run_id: str, result: CheckResult, next_check: NextCheck
+    ) -> tuple[dict[str, Any], float]:
+        """Save a check in one transaction. A good check reloads the resource as the crawl loads it, and is
+        changed (``result.outcome`` set) when its fingerprint differs from the last check's or the reload
+        changed what the store holds (metadata, datasets). Then the schedule (``next_check(outcome)``) and the
+        history row. Returns the row's details and the seconds to the next check."""
+        due = result.due
+        clean = Cleaner()
+        with self._transaction() as cur:
+            details: dict[str, Any] = {}
+            if result.resource is not None and self._reload(cur, due, result.resource, details):
+                result.outcome = "changed"
+            state, delay = next_check(result.outcome)
+            if state.dead and not due.state.dead:
+                details["dead"] = True
+            if due.state.dead and not state.dead:
+                details["revived"] = True
+            cur.execute(
+                "UPDATE resources SET last_status = %s, "
+                "last_seen = CASE WHEN %s THEN now() ELSE last_seen END WHERE id = %s",
+                (_status(result, state), result.outcome != "failed", due.id),
+            )
+            cur.execute(
+                _SCHEDULE_UPDATE,
+                {"id": due.id, "state": "dead" if state.dead else "alive",
+                 "next": datetime.now(UTC) + timedelta(seconds=delay), "interval": state.interval,
+                 "failures": state.failures, "checks": state.checks, "changes": state.changes,
+                 "fingerprint": result.fingerprint, "outcome": result.outcome},
+            )  # fmt: skip
+            cur.execute(
+                _CHECK_INSERT,
+                {"id": due.id, "run_id": clean.text(run_id, "run id"), "outcome": result.outcome,
+                 "status": result.http_status, "reason": clean.text(result.error_reason, "error reason"),
+                 "message": clean.text(result.error_message, "error message"), "sha": result.fingerprint,
+                 "seconds": result.seconds, "details": clean.json(details, "details")},
+            )  # fmt: skip
+        clean.log_changes(f"check of {due.url} ({due.type})")
+        return details, delay
+
+    def _reload(self, cur, due: Due, resource: Resource, details: dict[str, Any]) -> bool:
+        """Upsert the resource and its datasets as a crawl does; whether that changed what the store holds.
+        The dataset names added and removed go into ``details``."""
+        rows = resource_rows(resource, _page_of(due), None)
+        if rows is None:
+            return False
+        before = _snapshot(cur, due.id)
+        self._upsert_resources(cur, [rows])
+        after = _snapshot(cur, due.id)
+        had, has = [d[0] for d in before[1]], [d[0] for d in after[1]]
+        old_names, new_names = set(had), set(has)
+        added = [name for name in has if name not in old_names][:MAX_LISTED]
+        removed = [name for name in had if name not in new_names][:MAX_LISTED]
+        details |= {k: v for k, v in (("datasets_added", added), ("datasets_removed", removed)) if v}
+        return before != after
+
+    def revisit_overview(self) -> dict[str, Any]:
+        """Resources per schedule state, and when the next check is due."""
+        with self._transaction() as cur:
+            cur.execute("SELECT state, count(*) FROM resource_schedule GROUP BY state")
+            states = dict(cur.fetchall())
+            cur.execute("SELECT min(next_check_at) FROM resource_schedule")
+            (next_due,) = cur.fetchone()
+        return {
+            "alive": states.get("alive", 0),
+            "dead": states.get("dead", 0),
+            "next_due": next_due.astimezone(UTC).isoformat(timespec="seconds") if next_due else None,
+        }
+
+
+def _snapshot(cur, resource_id: int) -> tuple[tuple, list[tuple]]:
+    """What the store holds of a resource: its metadata row and its datasets, in order."""
+    cur.execute(_RESOURCE_SNAPSHOT, (resource_id,))
+    resource = cur.fetchone()
+    cur.execute(_DATASETS_SNAPSHOT, (resource_id,))
+    return resource, cur.fetchall()
+
+
+def _due(row: tuple) -> Due:
+    id_, url, type_, version, baseline, interval, failures, checks, changes, dead = row[:10]
+    return Due(id_, url, type_, version, baseline, ScheduleState(interval, failures, checks, changes, dead))
+
+
+def _status(result: CheckResult, state: ScheduleState) -> str:
+    """``resources.last_status``: ok, failed, or dead."""
+    if result.outcome != "failed":
+        return "ok"
+    return "dead" if state.dead else "failed"
+
+
+def _page_of(due: Due) -> Page:
+    """The page ``resource_rows`` takes: its level and source only fill new rows, and the row exists."""
+    from geoweb.crawl.engine import Page
+
+    return Page(due.url, None, 0)

@@ -1,0 +1,124 @@
+"""The link budget and the recall curve in the harvest, on real PostGIS: the budget holds per level across
+shards, a redone level skips the same URLs, shards fetch best score first, and the run's curve is the one the
+in-process crawl computes."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import uuid
+
+import psycopg2
+import pytest
+
+from geoweb.cli import run_crawl
+from geoweb.crawl.engine import Page
+from geoweb.harvest.params import MAX_LEVEL, HarvestParams
+from geoweb.harvest.run import crawl_shard, finish_run, plan_level, start_run
+from geoweb.links.priority import Link
+from geoweb.store import Store, shard_of
+from tests.harvest.web import LoopbackWeb
+
+SHARDS = 8
+HOSTS = [f"http://h{i}.example" for i in range(6)]
+SEED = "http://seed.example/"
+# 48 links at level 1 over 6 hosts, scores all distinct: 0.00, 0.01, ... 0.47
+LINKS = [Link(f"{HOSTS[i % 6]}/p{i}", SEED, round(i / 100, 2)) for i in range(48)]
+
+
+def level_rows(dsn: str, run_id: str, level: int) -> dict[str, tuple]:
+    with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
+        cur.execute(
+            "SELECT url, status, error_reason, score FROM frontier WHERE run_id = %s AND level = %s",
+            (run_id, level),
+        )
+        return {url: tuple(rest) for url, *rest in cur.fetchall()}
+
+
+def skipped(rows: dict[str, tuple]) -> set[str]:
+    return {url for url, (status, reason, _) in rows.items() if (status, reason) == ("skipped", "budget")}
+
+
+@pytest.fixture
+def planned(postgis_dsn):
+    """A run whose seed page was fetched and linked 48 scored URLs over 6 hosts (several shards)."""
+    run_id = f"budget-{uuid.uuid4().hex[:8]}"
+    params = HarvestParams.from_conf({"seeds": [SEED], "shards": SHARDS, "link_budget": 0.25})
+    with Store(postgis_dsn) as store:
+        start_run(store, run_id, params)
+        store.commit_pages(run_id, [Page(SEED, None, 0, links=list(LINKS))], SHARDS)
+        yield store, run_id, params
+
+
+def test_the_budget_holds_per_level_across_shards(postgis_dsn, planned):
+    store, run_id, params = planned
+    assert len({shard_of(host, SHARDS) for host in HOSTS}) > 2
+    shards = plan_level(store, run_id, 1, params)
+    rows = level_rows(postgis_dsn, run_id, 1)
+    kept = {url for url, (status, _, _) in rows.items() if status == "discovered"}
+    assert kept == {link.url for link in LINKS if link.score >= 0.36}  # the top 12 of 48 (25 %)
+    assert len(skipped(rows)) == 36
+    assert shards == sorted({shard_of(url.rsplit("/", 1)[0], SHARDS) for url in kept})
+    # each shard's pending URLs come best score first
+    for shard in shards:
+        scores = [score for _, _, _, score in store.pending_urls(run_id, 1, shard)]
+        assert scores == sorted(scores, reverse=True) and scores
+
+
+def test_a_redone_level_skips_the_same_urls(postgis_dsn, planned):
+    store, run_id, params = planned
+    plan_level(store, run_id, 1, params)
+    first = level_rows(postgis_dsn, run_id, 1)
+    # half of the level is crawled (one kept URL fetched, one failed), then the plan is redone
+    fetched, failed = sorted(url for url, (status, _, _) in first.items() if status == "discovered")[:2]
+    store.commit_pages(run_id, [Page(fetched, SEED, 1)], SHARDS)
+    with store.conn, store.conn.cursor() as cur:
+        cur.execute("UPDATE frontier SET status = 'error' WHERE run_id = %s AND url = %s", (run_id, failed))
+    plan_level(store, run_id, 1, params)
+    plan_level(store, run_id, 1, params)
+    again = level_rows(postgis_dsn, run_id, 1)
+    assert skipped(again) == skipped(first)
+    assert {again[fetched][0], again[failed][0]} == {"fetched", "error"}
+
+
+def test_a_minimum_score_skips_the_rest_and_the_seeds_are_never_cut(postgis_dsn, planned):
+    store, run_id, _ = planned
+    params = HarvestParams.from_conf({"seeds": [SEED], "shards": SHARDS, "link_min_score": 0.4})
+    plan_level(store, run_id, 0, params)
+    assert level_rows(postgis_dsn, run_id, 0)[SEED][:2] == ("fetched", None)  # its score 0 is below 0.4
+    plan_level(store, run_id, 1, params)
+    rows = level_rows(postgis_dsn, run_id, 1)
+    assert len(skipped(rows)) == 40 and all(rows[url][2] < 0.4 for url in skipped(rows))
+
+
+@pytest.fixture(scope="module")
+def web():
+    with LoopbackWeb() as loopback:
+        yield loopback
+
+
+def test_the_run_summary_holds_the_curve_of_the_in_process_crawl(postgis_dsn, web):
+    """The same web, the same budget: the harvest follows the links the in-process crawl follows, and its
+    summary's recall curve (from the frontier) is the one the crawl computed from its pages."""
+    conf = {"seeds": [web.url("A"), web.url("B")], "allowed_hosts": web.allowed_hosts, "max_level": 2,
+            "shards": 4, "link_budget": 0.5}  # fmt: skip
+    params = HarvestParams.from_conf(conf)
+    out = io.StringIO()
+    report = asyncio.run(run_crawl(list(params.seeds), params.settings(), params.types, out))
+    records = [json.loads(line) for line in out.getvalue().splitlines()]
+    run_id = f"curve-{uuid.uuid4().hex[:8]}"
+    with Store(postgis_dsn) as store:
+        start_run(store, run_id, params)
+        for level in range(MAX_LEVEL + 1):
+            for shard in plan_level(store, run_id, level, params):
+                crawl_shard(store, run_id, level, shard, params)
+        summary = finish_run(store, run_id)
+        exported = list(store.export_run(run_id))
+    assert {(r["url"], r["type"]) for r in exported} == {(r["url"], r["type"]) for r in records}
+    assert report.stats["budget/dropped"] > 0
+    assert summary["recall"] == report.recall.summary()
+    assert summary["recall"]["resources"] == len(records)
+    with psycopg2.connect(postgis_dsn) as conn, conn.cursor() as cur:
+        cur.execute("SELECT report_png FROM crawl_runs WHERE run_id = %s", (run_id,))
+        assert bytes(cur.fetchone()[0]).startswith(b"\x89PNG")
