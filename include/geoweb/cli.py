@@ -208,10 +208,22 @@ def _add_revisit(commands) -> None:
     revisit = commands.add_parser(
         "revisit", help="re-check the known resources due for a check (GEOWEB_DB): one JSON line per check"
     )
-    revisit.add_argument("--batch-size", type=_positive, default=defaults.batch_size, help="at most (500)")
-    revisit.add_argument("--dead-after", type=_positive, default=defaults.dead_after, help="failures (5)")
-    revisit.add_argument("--min-interval-hours", type=float, default=defaults.min_interval_hours)
-    revisit.add_argument("--max-interval-hours", type=float, default=defaults.max_interval_hours)
+    revisit.add_argument(
+        "--batch-size", type=_positive, default=defaults.batch_size,
+        help=f"resources checked at most, those due longest first (default {defaults.batch_size})",
+    )  # fmt: skip
+    revisit.add_argument(
+        "--dead-after", type=_positive, default=defaults.dead_after,
+        help=f"failed checks in a row that mark a resource dead (default {defaults.dead_after})",
+    )  # fmt: skip
+    revisit.add_argument(
+        "--min-interval-hours", type=float, default=defaults.min_interval_hours,
+        help=f"shortest interval between checks (default {defaults.min_interval_hours:g})",
+    )  # fmt: skip
+    revisit.add_argument(
+        "--max-interval-hours", type=float, default=defaults.max_interval_hours,
+        help=f"longest interval between checks (default {defaults.max_interval_hours:g})",
+    )  # fmt: skip
     revisit.add_argument("--types", type=_types, default=list(ALL_TYPES), help="comma list (default: all)")
     revisit.add_argument(
         "--allow-host", action="append", default=[], metavar="HOST[:PORT]",

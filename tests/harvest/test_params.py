@@ -72,10 +72,10 @@ def test_bad_conf_is_refused_naming_the_key(conf, message):
 
 def test_url_policies_of_the_run_win_over_the_base_settings_and_are_checked_up_front():
     rules = '[{"pattern": "/calendar/", "action": "skip"}]'
-    params = HarvestParams.from_conf({"seeds": [SEED], "url_policies": rules})
-    assert params.settings(Settings(url_policies='[{"pattern": "x", "action": "fetch"}]')).url_policies == rules
-    # without the param, the base (GEOWEB_URL_POLICIES or the Airflow Variable) applies
     base = Settings(url_policies='[{"pattern": "x", "action": "fetch"}]')
+    params = HarvestParams.from_conf({"seeds": [SEED], "url_policies": rules})
+    assert params.settings(base).url_policies == rules
+    # without the param, the base (GEOWEB_URL_POLICIES or the Airflow Variable) applies
     assert HarvestParams.from_conf({"seeds": [SEED]}).settings(base).url_policies == base.url_policies
     with pytest.raises(InvalidParams, match=r"param url_policies.*rule 1"):
         HarvestParams.from_conf({"seeds": [SEED], "url_policies": '[{"pattern": "(a+)+", "action": "skip"}]'})
