@@ -21,7 +21,7 @@ from stack.layout import API_URL, GEOWEB_DB, REPO
 MANIFEST = REPO / "var" / "testweb" / "manifest.json"
 OUT = REPO / "var" / "demo"
 RUN_TIMEOUT = 900.0
-SHOWN = 25  # resources listed; all of them are in resources.jsonl
+SHOWN = 50  # resources listed; all of them are in resources.jsonl
 
 
 def crawl_conf(manifest: dict) -> dict:
@@ -52,10 +52,11 @@ def show_run(store: Store, run_id: str, out: Path) -> None:
     if png:
         (out / "levels.png").write_bytes(png)
     print(f"\n== resources found (first {min(SHOWN, len(records))} of {len(records)})")
-    for r in sorted(records, key=lambda r: (r["level"], r["type"], r["url"]))[:SHOWN]:
-        title = (r["title"] or "")[:40]
-        version = r["version"] or ""
-        print(f"L{r['level']} {r['type']:9} {version:6} {r['datasets']:>3} datasets  {title:40}  {r['url']}")
+    shown = sorted(records, key=lambda r: (r["level"], r["type"], r["url"]))[:SHOWN]
+    width = max((len(r["type"]) for r in shown), default=0)
+    for r in shown:
+        title, version, kind = (r["title"] or "")[:40], r["version"] or "", r["type"]
+        print(f"L{r['level']} {kind:{width}} {version:6} {r['datasets']:>3} datasets  {title:40}  {r['url']}")
     print(f"\nResources: {out / 'resources.jsonl'}" + (f", plot: {out / 'levels.png'}" if png else ""))
 
 
