@@ -106,6 +106,9 @@ class AirflowClient:
     def unpause(self, dag_id: str) -> None:
         self.request("PATCH", f"/dags/{dag_id}", json={"is_paused": False})
 
+    def pause(self, dag_id: str) -> None:
+        self.request("PATCH", f"/dags/{dag_id}", json={"is_paused": True})
+
     def trigger(self, dag_id: str, conf: dict) -> str:
         """Starts a manual run now, as the UI's trigger button does; returns its run id."""
         run = self.request("POST", f"/dags/{dag_id}/dagRuns", json={"logical_date": None, "conf": conf})

@@ -1,0 +1,109 @@
+"""geoweb_revisit end to end on the real stack: the test web crawled into PostGIS by geoweb_crawl, its resources
+made due, then re-checked by the revisit DAG's mapped tasks on the Celery workers against the real servers.
+
+Three runs: the crawl, a first revisit (which enrols the resources in the schedule, none due yet) and the
+revisit of the resources made due; about a minute and a half.
+"""
+
+from __future__ import annotations
+
+import psycopg2
+import pytest
+
+from stack.demo import crawl_conf, run_crawl
+from stack.layout import GEOWEB_DB
+from tests.integration.test_crawl_testweb import planted
+
+pytestmark = pytest.mark.testweb
+
+DAG = "geoweb_revisit"
+RUN_TIMEOUT = 240.0
+MAX_INTERVAL = 30 * 86_400.0  # Settings.revisit_max_interval
+
+
+def query(sql: str, *args) -> list[tuple]:
+    with psycopg2.connect(GEOWEB_DB) as conn, conn.cursor() as cur:
+        cur.execute(sql, args)
+        return cur.fetchall() if cur.description else []
+
+
+def revisit(client, conf: dict) -> tuple[str, str]:
+    run_id = client.trigger(DAG, conf)
+    return run_id, client.wait(DAG, run_id, RUN_TIMEOUT)
+
+
+@pytest.fixture(scope="module")
+def crawled(stack, testweb) -> dict[tuple[str, str], int]:
+    """(url, type) -> resource id of every linked test-web resource, loaded by a real crawl run."""
+    run_id, state = run_crawl(stack, crawl_conf(testweb), timeout=RUN_TIMEOUT)
+    assert state == "success"
+    rows = query(
+        "SELECT r.url, r.type, r.id FROM run_resources rr JOIN resources r ON r.id = rr.resource_id "
+        "WHERE rr.run_id = %s",
+        run_id,
+    )
+    ids = {(url, type_): id_ for url, type_, id_ in rows}
+    assert set(planted(testweb, "links")) <= set(ids)
+    return ids
+
+
+@pytest.fixture(scope="module")
+def revisited(stack, testweb, crawled) -> tuple[str, str, dict[int, tuple], dict[int, tuple]]:
+    """The revisit run of the crawled resources made due: (run id, state, resource id -> its check,
+    resource id -> its (interval, checks) before)."""
+    conf = {"allowed_hosts": ["127.0.0.1"], "shards": 4}
+    stack.unpause(DAG)
+    try:
+        _, state = revisit(stack, conf)  # enrols every resource: first check a day after it was last seen
+        assert state == "success"
+        ids = sorted(crawled.values())
+        schedule = query(
+            "SELECT resource_id, interval_seconds, checks FROM resource_schedule WHERE resource_id = ANY(%s)",
+            ids,
+        )
+        before = {id_: (interval, checks) for id_, interval, checks in schedule}
+        (since,) = query(
+            "UPDATE resource_schedule SET next_check_at = now() - interval '1 minute' "
+            "WHERE resource_id = ANY(%s) RETURNING now()",
+            ids,
+        )[0]
+        run_id, state = revisit(stack, conf)
+    finally:
+        stack.pause(DAG)  # no hourly runs during the other tests
+    checks = query(
+        "SELECT resource_id, outcome, error_reason, error_message, run_id FROM resource_checks "
+        "WHERE resource_id = ANY(%s) AND checked_at >= %s",
+        ids,
+        since,
+    )
+    return run_id, state, {row[0]: row[1:] for row in checks}, before
+
+
+def test_every_crawled_resource_is_checked_once_on_the_workers_and_unchanged(stack, crawled, revisited):
+    run_id, state, checks, _ = revisited
+    assert state == "success"
+    mapped = [t for t in stack.task_instances(DAG, run_id) if t["task_id"] == "check"]
+    assert len(mapped) > 1 and all(t["state"] == "success" for t in mapped)
+    assert all(t["hostname"] for t in mapped)  # run by Celery workers
+    by_id = {id_: key for key, id_ in crawled.items()}
+    failed = {by_id[id_]: check for id_, check in checks.items() if check[0] != "unchanged"}
+    assert not failed, failed
+    assert set(checks) == set(by_id), f"not checked: {sorted(by_id[i] for i in set(by_id) - set(checks))}"
+    assert {check[3] for check in checks.values()} == {run_id}
+
+
+def test_the_schedule_moves_on_after_an_unchanged_check(crawled, revisited):
+    *_, before = revisited
+    rows = query(
+        "SELECT resource_id, state, interval_seconds, checks, failures, "
+        "extract(epoch FROM next_check_at - last_checked_at)::float "
+        "FROM resource_schedule WHERE resource_id = ANY(%s)",
+        sorted(crawled.values()),
+    )
+    assert len(rows) == len(crawled) == len(before)
+    for id_, state, interval, checks, failures, wait in rows:
+        learned, checked = before[id_]
+        # unchanged: the interval doubles (within the maximum), and the next check waits that long
+        assert (state, failures, checks) == ("alive", 0, checked + 1)
+        assert interval == min(2 * learned, MAX_INTERVAL)
+        assert wait == pytest.approx(interval, abs=60)
