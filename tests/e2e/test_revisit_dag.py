@@ -1,5 +1,6 @@
-"""geoweb_revisit end to end on the real stack: the test web crawled into PostGIS by geoweb_crawl, its resources
-made due, then re-checked by the revisit DAG's mapped tasks on the Celery workers against the real servers.
+"""geoweb_revisit end to end on the real stack: the test web crawled into PostGIS by geoweb_crawl, its
+resources made due, then re-checked by the revisit DAG's mapped tasks on the Celery workers against the real
+servers.
 
 Three runs: the crawl, a first revisit (which enrols the resources in the schedule, none due yet) and the
 revisit of the resources made due; about a minute and a half.
