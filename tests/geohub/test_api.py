@@ -143,6 +143,7 @@ def test_the_concept_filter_finds_narrower_concepts(get):
     assert titles(search(get, concept="watercourse")) == [data.RIVERS.title]
     page = search(get, concept="water_body", q="taiwan")
     assert titles(page) == [data.RIVERS.title]
+    assert page["results"][0]["concepts"] == ["reservoir", "river"]  # its datasets' concepts, once each
     assert len(search(get, concept="hydrography", limit=100)["results"]) == 26
 
 

@@ -19,13 +19,14 @@ ADDRESS = (
 )
 ABSTRACT_CHARS = 400  # of an abstract in a result; the detail has all of it
 GEOJSON_DIGITS = 5  # decimals of degrees: about a metre
+TOP_CONCEPTS = 5  # a result's most frequent concepts among its datasets
 
 _FOUND_BY = "EXISTS (SELECT 1 FROM run_resources rr WHERE rr.resource_id = r.id{run}{level})"
 # Through the GIN index of datasets.concepts (migration 0006).
 _ABOUT = "EXISTS (SELECT 1 FROM datasets d WHERE d.resource_id = r.id AND d.concepts && %(concepts)s::text[])"
 
-# The matches, the page of them, and the page's rows with their dataset count and footprint (a resource's
-# box, else the extent of its datasets). A text search ranks every match anyway, so its matches are found
+# The matches, the page of them, and the page's rows with their dataset count, footprint (a resource's
+# box, else the extent of its datasets) and most frequent concepts. A text search ranks every match anyway, so its matches are found
 # first (MATERIALIZED): else the planner may probe the other filters in rank order, match after match.
 # Newest first, the matches are not materialized, so that the page stops after its rows.
 _PAGE = f"""
@@ -42,7 +43,9 @@ SELECT r.id, r.url, r.type, r.version, r.title, left(r.abstract, {ABSTRACT_CHARS
        ST_AsGeoJSON(coalesce(
            r.bbox, (SELECT ST_Envelope(ST_Collect(d.footprint)) FROM datasets d WHERE d.resource_id = r.id)
        ), {GEOJSON_DIGITS})::json,
-       page.rank
+       page.rank,
+       ARRAY(SELECT c FROM datasets d, unnest(d.concepts) c WHERE d.resource_id = r.id
+             GROUP BY c ORDER BY count(*) DESC, c LIMIT {TOP_CONCEPTS})
 FROM page JOIN resources r ON r.id = page.id
 ORDER BY {{outer}}
 """

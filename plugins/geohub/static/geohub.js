@@ -155,6 +155,14 @@
     $("next").disabled = page.next_offset === null;
   }
 
+  const FILE_TYPES = new Set(["KML", "SHAPEFILE", "GEOJSON", "GEOTIFF"]);
+  const OGC_TYPES = new Set(["WMS", "WFS", "WCS", "WMTS", "WPS", "SOS", "CSW"]);
+
+  function documentLabel(type) {
+    if (FILE_TYPES.has(type)) return "File";
+    return OGC_TYPES.has(type) ? "Capabilities" : "Endpoint"; // an OGC API, STAC or ArcGIS REST root
+  }
+
   function hitItem(hit) {
     const title = el("button", { type: "button", class: "title" }, hit.title || hit.url);
     title.addEventListener("click", () => openDetail(hit.id));
@@ -168,10 +176,11 @@
         "div",
         { class: "meta" },
         datasetsText,
-        hit.capabilities_url ? link(hit.capabilities_url, hit.type === "KML" || hit.type === "SHAPEFILE" ? "File" :
-          "Capabilities") : null,
+        hit.capabilities_url ? link(hit.capabilities_url, documentLabel(hit.type)) : null,
         hit.provider ? ` · ${hit.provider}` : null,
       ),
+      hit.concepts.length ? el("div", { class: "concepts" },
+        `About: ${hit.concepts.map((c) => conceptLabels.get(c) || c).join(", ")}`) : null,
       hit.abstract ? el("p", { class: "abstract" }, hit.abstract) : null,
     );
   }
