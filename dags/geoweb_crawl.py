@@ -37,7 +37,8 @@ by regular expression) come from `url_policies`, else the Variable `{POLICIES_VA
 `search_pages` result pages each, and adds the pages and service/file links found at level 0, each with
 the keyword that found it. A provider's URL and key come from the Connection `geoweb_<name>` (extra: `url`
 and other settings; password: the key), else from `GEOWEB_<NAME>_URL`, `GEOWEB_<NAME>_KEY`... A spent
-quota or a missing key fails the task at once; without providers it does nothing.
+quota or a missing key fails the task at once; without providers it does nothing. A retry skips the searches
+an earlier try finished, so no quota is spent twice.
 """
 
 

@@ -182,3 +182,25 @@ def test_geoweb_ckan_reads_a_portal():
     ]
     missing = geoweb("ckan", "--query", "x")
     assert missing.returncode == 2 and "--url" in missing.stderr
+
+
+def test_a_retried_seeding_skips_the_searches_it_finished(sources, store, postgis_dsn, caplog):
+    """A task retried after a failure spends no quota on the searches it had finished: only the one that
+    failed (and those after it) are asked again."""
+    caplog.set_level(logging.INFO, "geoweb")
+    sources["datagov"].fail(page=1, kind="server")
+    run_params = params()
+    run_id = begun(store, run_params)
+    config_of = {name: standin.config(retries="0") for name, standin in sources.items()}.__getitem__
+    with pytest.raises(ConnectorError, match="datagov"):
+        seed_search(store, run_id, run_params, config_of)
+    searx_first = len(sources["searxng"].requests)
+    assert searx_first > 0
+    sources["datagov"].reset()
+    for standin in sources.values():
+        standin.requests.clear()
+    added = seed_search(store, run_id, run_params, config_of)
+    assert sources["searxng"].requests == []  # both of its searches were finished by the first try
+    assert len(sources["datagov"].requests) > 0 and added == 6  # the data.gov seeds only
+    assert "searxng 'web map service' was searched by an earlier try; skipped" in caplog.text
+    assert len(frontier(postgis_dsn, run_id)) == 27 + 6

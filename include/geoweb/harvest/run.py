@@ -50,22 +50,27 @@ def seed_search(
     settings) and add what they find at level 0, each URL with the keyword that found it; data-portal datasets
     are stored as catalogue records too. Returns the URLs new to the run; does nothing without providers or
     keywords. A failing provider raises its ConnectorError, which names it, the keyword and the page, after
-    what it found before the failure is committed."""
+    what it found before the failure is committed. A retry skips the searches an earlier try finished."""
     keywords = params.search_keywords()
     if not params.search_providers or not keywords:
         log.info("run %s: no search seeding: %d providers, %d keywords", run_id, len(params.search_providers),
                  len(keywords))  # fmt: skip
         return 0
     added = 0
+    done = store.searches_done(run_id)  # by an earlier try of this task: no quota is spent twice
     try:
         for name in params.search_providers:
             connector = load_connector(name, config_of(name))
             for keyword in keywords:
+                if (name, keyword) in done:
+                    log.info("run %s: %s %r was searched by an earlier try; skipped", run_id, name, keyword)
+                    continue
                 found: list[Record] = []
                 try:
                     found.extend(connector.records(query=keyword, pages=params.search_pages))
                 finally:  # what came before a failure is kept
                     added += _add_found(store, run_id, params, connector, keyword, found)
+                store.search_done(run_id, name, keyword, len(found))
     except ConnectorError as exc:
         log.error("run %s: search seeding failed: %s", run_id, exc)
         raise

@@ -199,6 +199,22 @@ class CatalogueStore:
                 (urls, [sources[u] for u in urls], run_id),
             )
 
+    def searches_done(self, run_id: str) -> set[tuple[str, str]]:
+        """The (provider, keyword) searches the run's seeding has finished."""
+        with self._transaction() as cur:
+            cur.execute("SELECT provider, keyword FROM seed_searches WHERE run_id = %s", (run_id,))
+            return set(cur.fetchall())
+
+    def search_done(self, run_id: str, provider: str, keyword: str, records: int) -> None:
+        """Record a finished search (after its seeds are committed, so that none is lost)."""
+        with self._transaction() as cur:
+            cur.execute(
+                "INSERT INTO seed_searches (run_id, provider, keyword, records) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (run_id, provider, keyword) DO UPDATE SET records = EXCLUDED.records, "
+                "searched_at = now()",
+                (run_id, provider, keyword, records),
+            )
+
     def run_conf(self, run_id: str) -> dict[str, Any]:
         """The params a run was begun with (``HarvestParams.to_conf``)."""
         with self._transaction() as cur:
