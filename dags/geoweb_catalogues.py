@@ -34,15 +34,24 @@ one changes nothing it loaded before. A failing catalogue fails its own task, wi
 `start_crawl` then takes every link of an active record that looks like a service or a file and starts the
 crawl run `catalogues__<run id>` with them as seeds (max level 0, the catalogue as source page): `crawl`
 validates each with the detectors in the pool `{CRAWL_POOL}`, `finish_run` stores the run's report. Services
-that no page links to are found this way. With no such link the crawl tasks are skipped.
+that no page links to are found this way. A link an earlier run validated after its record last changed is
+left out (`geoweb_revisit` re-checks what it proved), unless the run is `full`. With no link to crawl the
+crawl tasks are skipped.
 """
+
+
+def _crawl_run_id(dag_run) -> str:
+    """The id of the validation crawl of a DAG run."""
+    from geoweb.connectors.csw import CRAWL_RUN_PREFIX
+
+    return f"{CRAWL_RUN_PREFIX}{dag_run.run_id}"
 
 
 def _crawl_run() -> tuple[str, object]:
     """(run id, HarvestParams) of this DAG run's validation crawl, as start_crawl began it."""
     from geoweb.harvest.params import HarvestParams
 
-    run_id = f"catalogues__{get_current_context()['dag_run'].run_id}"
+    run_id = _crawl_run_id(get_current_context()["dag_run"])
     with harvest_store() as store:
         return run_id, HarvestParams.from_conf(store.run_conf(run_id))
 
@@ -91,10 +100,10 @@ def start_crawl() -> int:
     from geoweb.connectors.csw import start_catalogue_crawl
 
     context = get_current_context()
-    run_id = f"catalogues__{context['dag_run'].run_id}"
+    run_id = _crawl_run_id(context["dag_run"])
     conf = {key: context["params"][key] for key in CRAWL_PARAMS}
     with harvest_store() as store:
-        return start_catalogue_crawl(store, run_id, conf)
+        return start_catalogue_crawl(store, run_id, conf, everything=context["params"]["full"])
 
 
 @task
@@ -133,7 +142,7 @@ def _mark_failed(context) -> None:
 
     from geoweb.store import StoreError
 
-    run_id = f"catalogues__{context['dag_run'].run_id}"
+    run_id = _crawl_run_id(context["dag_run"])
     with harvest_store() as store, suppress(StoreError):  # unknown run: the DAG failed before the crawl began
         store.end_run(run_id, "failed", {"reason": str(context.get("reason") or "a task failed")})
 
@@ -169,7 +178,8 @@ def _mark_failed(context) -> None:
         "full": Param(
             False, type="boolean",
             description="Harvest every catalogue in full, withdrawing the records it no longer has, instead "
-            "of incrementally from its watermark.",
+            "of incrementally from its watermark; and validate every record's links again, not only those of "
+            "records changed since they were last validated.",
         ),
         "full_every_days": Param(
             7, type="integer", minimum=1, maximum=365,

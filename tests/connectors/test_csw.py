@@ -13,7 +13,13 @@ from datetime import UTC, datetime
 import pytest
 
 from geoweb.connectors import ConnectorError, Record
-from geoweb.connectors.csw import CSWConnector, harvest_catalogue, source_name, start_catalogue_crawl
+from geoweb.connectors.csw import (
+    CSWConnector,
+    catalogue_seeds,
+    harvest_catalogue,
+    source_name,
+    start_catalogue_crawl,
+)
 from geoweb.harvest import run
 from geoweb.harvest.params import HarvestParams
 from geoweb.store import Store
@@ -25,6 +31,7 @@ from testweb.layout import MANIFEST
 pytestmark = [pytest.mark.testweb, pytest.mark.usefixtures("testweb")]
 LOCAL = ["127.0.0.1:18004", "127.0.0.1:18010", "127.0.0.1:18030", "127.0.0.1:18031"]
 SOURCE = source_name(PYCSW)
+CRAWL_CONF = {"allowed_hosts": LOCAL, "shards": 2}
 OWN = {r.identifier: r for r in RECORDS}  # our records: modified 2024-05-01, with boxes and links
 
 
@@ -145,17 +152,22 @@ def test_only_a_complete_full_harvest_withdraws(store):
     assert statuses(store)[gone.identifier] == "active"
 
 
-def test_the_catalogue_leads_the_crawl_to_what_no_page_links(store, manifest):
-    """The catalogue DAG's steps: harvest, then validate the records' service and file links."""
-    harvest_catalogue(store, connector(schema="iso"))
-    run_id = "catalogues__test"
-    seeds = start_catalogue_crawl(store, run_id, {"allowed_hosts": LOCAL, "shards": 2})
-    assert seeds == 6  # the 7 links of our records, two of them on one endpoint; the CITE records have none
+def validate(store: Store, run_id: str) -> dict:
+    """The rest of the DAG's validation crawl of a begun run: its one level, then finish_run."""
     params = HarvestParams.from_conf(store.run_conf(run_id))
     assert params.max_level == 0
     for shard in run.plan_level(store, run_id, 0, params):
         run.crawl_shard(store, run_id, 0, shard, params)
-    summary = run.finish_run(store, run_id)
+    return run.finish_run(store, run_id)
+
+
+def test_the_catalogue_leads_the_crawl_to_what_no_page_links(store, manifest):
+    """The catalogue DAG's steps: harvest, then validate the records' service and file links."""
+    harvest_catalogue(store, connector(schema="iso"))
+    run_id = "catalogues__test"
+    seeds = start_catalogue_crawl(store, run_id, CRAWL_CONF)
+    assert seeds == 6  # the 7 links of our records, two of them on one endpoint; the CITE records have none
+    summary = validate(store, run_id)
     found = {(r["url"], r["type"]): r for r in store.export_run(run_id)}
     only_in_catalogue = [(r["url"], r["type"]) for r in manifest["resources"] if r["via"] == "catalogue"]
     assert len(only_in_catalogue) == 5
@@ -163,6 +175,27 @@ def test_the_catalogue_leads_the_crawl_to_what_no_page_links(store, manifest):
         assert key in found, f"{key} not found through the catalogue"
         assert found[key]["source_page"] == PYCSW and found[key]["level"] == 0
     assert summary["resources"] == len(found) and summary["levels"][0]["failures"] == 0
+
+
+def test_links_validated_since_their_record_changed_are_not_crawled_again(store):
+    """The daily catalogue crawl validates the links of new and changed records only (the revisits re-check
+    what the others proved); a full run validates them all again."""
+    harvest_catalogue(store, connector(schema="iso"))
+    assert start_catalogue_crawl(store, "catalogues__first", CRAWL_CONF) == 6
+    validate(store, "catalogues__first")
+    assert catalogue_seeds(store) == {}
+    assert start_catalogue_crawl(store, "catalogues__second", CRAWL_CONF) == 0  # no run is begun
+    assert len(catalogue_seeds(store, everything=True)) == 6
+
+    with store.conn, store.conn.cursor() as cur:  # one of our records changes after the crawl
+        cur.execute(
+            "UPDATE catalogue_records SET changed_at = now() WHERE source = %s AND identifier = %s "
+            "RETURNING jsonb_array_length(links)",
+            (SOURCE, next(iter(OWN))),
+        )
+        (links,) = cur.fetchone()
+    again = catalogue_seeds(store)
+    assert 0 < len(again) <= links < 6  # its links only
 
 
 def test_harvest_csw_command_prints_records_and_fails_in_one_line():

@@ -69,6 +69,7 @@ DEFAULT_MAX_PAGES = 10_000
 DEFAULT_FULL_EVERY = timedelta(days=7)  # incremental harvests cannot see deletions; a full one can
 # the most seeds one crawl run takes (its seeds param's limit)
 MAX_SEEDS = next(schema["maxItems"] for name, _, _, schema in param_specs() if name == "seeds")
+CRAWL_RUN_PREFIX = "catalogues__"  # the validation crawls of catalogue links: catalogues__<DAG run id>
 
 
 # --- fetching ----------------------------------------------------------------------------------------------
@@ -457,13 +458,16 @@ def harvest_catalogue(
 # --- the deep-web path -------------------------------------------------------------------------------------
 
 
-def catalogue_seeds(store: Store, kind: str = "csw") -> dict[str, str]:
+def catalogue_seeds(store: Store, kind: str = "csw", *, everything: bool = False) -> dict[str, str]:
     """The crawl's seeds from the catalogues of a kind: every link of an active record that looks like a
     service or a file (``candidates``), spelled as the crawl spells URLs, with its catalogue's URL; each URL
-    once (the first catalogue by URL keeps it), in order."""
+    once (the first catalogue by URL keeps it), in order. Unless ``everything``, a link an earlier catalogue
+    crawl fetched after its record last changed is left out: what it proved is re-checked by the revisits."""
     filters = URLFilters.from_settings(Settings.from_env())
+    validated = {} if everything else store.validated_seeds(CRAWL_RUN_PREFIX)
     seeds: dict[str, str] = {}
-    for catalogue, links in store.active_record_links(kind):
+    unchanged = 0
+    for catalogue, links, changed_at in store.active_record_links(kind):
         offered = [
             Link(link["url"], protocol=link.get("protocol"), name=link.get("name"))
             for link in links
@@ -471,17 +475,27 @@ def catalogue_seeds(store: Store, kind: str = "csw") -> dict[str, str]:
         ]
         for url in candidates(offered):
             seed = filters(url)
-            if seed is not None:
-                seeds.setdefault(seed, catalogue)
+            if seed is None:
+                continue
+            if seed in validated and validated[seed] >= changed_at:
+                unchanged += 1
+                continue
+            seeds.setdefault(seed, catalogue)
+    if unchanged:
+        log.info(
+            "%d catalogue links validated since their record last changed are not crawled again", unchanged
+        )
     return seeds
 
 
-def start_catalogue_crawl(store: Store, run_id: str, conf: Mapping[str, Any], kind: str = "csw") -> int:
+def start_catalogue_crawl(
+    store: Store, run_id: str, conf: Mapping[str, Any], kind: str = "csw", *, everything: bool = False
+) -> int:
     """Begin (or resume) the crawl of the catalogues' candidate links: ``conf`` is the crawl's (a
     ``HarvestParams`` conf without seeds), the seeds are ``catalogue_seeds`` at level 0 with their catalogue as
-    source page, and max_level is 0: the detectors validate each link, nothing beyond it is followed. Returns
-    the number of seeds (0: no run is begun)."""
-    seeds = catalogue_seeds(store, kind)
+    source page, and max_level is 0: the detectors validate each link, nothing beyond it is followed. The run
+    id must start with ``CRAWL_RUN_PREFIX``. Returns the number of seeds (0: no run is begun)."""
+    seeds = catalogue_seeds(store, kind, everything=everything)
     if not seeds:
         log.info("run %s: the catalogues offer no service or file to crawl", run_id)
         return 0

@@ -176,17 +176,29 @@ class CatalogueStore:
             log.info("%s: %d records withdrawn (gone from the source)", source, withdrawn)
         return withdrawn
 
-    def active_record_links(self, kind: str) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-        """(source URL, links) of the active records of every source of a kind, by source URL and identifier,
-        streamed: use the Store for nothing else until the iteration ends."""
+    def active_record_links(self, kind: str) -> Iterator[tuple[str, list[dict[str, Any]], datetime]]:
+        """(source URL, links, when the record last changed) of the active records of every source of a kind,
+        by source URL and identifier, streamed: use the Store for nothing else until the iteration ends."""
         with self.conn, self.conn.cursor(name="record_links") as cur:
             cur.itersize = PAGE_SIZE
             cur.execute(
-                "SELECT s.url, r.links FROM catalogue_records r JOIN catalogue_sources s ON s.name = r.source "
+                "SELECT s.url, r.links, r.changed_at FROM catalogue_records r "
+                "JOIN catalogue_sources s ON s.name = r.source "
                 "WHERE r.status = 'active' AND s.kind = %s ORDER BY s.url, r.identifier",
                 (kind,),
             )
             yield from cur
+
+    def validated_seeds(self, run_prefix: str) -> dict[str, datetime]:
+        """URL -> when it was last fetched as a seed by a successful run whose id starts with ``run_prefix``."""
+        with self._transaction() as cur:
+            cur.execute(
+                "SELECT f.url, max(f.updated_at) FROM frontier f JOIN crawl_runs c ON c.run_id = f.run_id "
+                "WHERE starts_with(c.run_id, %s) AND c.status = 'success' AND f.level = 0 "
+                "AND f.status = 'fetched' GROUP BY f.url",
+                (run_prefix,),
+            )
+            return dict(cur.fetchall())
 
     def set_seed_sources(self, run_id: str, sources: Mapping[str, str]) -> None:
         """Give a run's seeds (level 0, not fetched yet) the page that offered them: a catalogue's records
