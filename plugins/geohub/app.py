@@ -170,11 +170,18 @@ def create_app() -> FastAPI:
                 "concept below it (`water_body` finds lakes and canals).",
             ),
         ] = None,
+        answering: Annotated[
+            bool,
+            Query(
+                description="Leave out the resources the revisits found dead (failed checks in a row); each "
+                "result's `status` says ok, failed or dead."
+            ),
+        ] = False,
         limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
         offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     ) -> SearchPage:
         """A page of resources matching every filter given; `next_offset` is null on the last page."""
-        query = SearchQuery.checked(q, type, bbox, run, level, limit, offset, concept)
+        query = SearchQuery.checked(q, type, bbox, run, level, limit, offset, concept, answering)
         with database.connection() as conn:
             return search(conn, query)
 

@@ -3,6 +3,7 @@ in front of every route, the search and detail API, hostile input, and the page'
 
 from __future__ import annotations
 
+import psycopg2
 import pytest
 
 from tests.geohub import data
@@ -147,6 +148,25 @@ def test_the_concept_filter_finds_narrower_concepts(get):
     assert len(search(get, concept="hydrography", limit=100)["results"]) == 26
 
 
+def test_resources_found_dead_are_marked_and_can_be_left_out(get, geohub_dsn):
+    """A resource the revisits found dead keeps its place in the results, marked; ``answering`` drops it."""
+    with psycopg2.connect(geohub_dsn) as conn, conn.cursor() as cur:
+        cur.execute(
+            "UPDATE resources SET last_status = 'dead' WHERE url = %s AND type = %s", data.PARCELS.key
+        )
+    try:
+        assert [(h["title"], h["status"]) for h in search(get, q="parcels")["results"]] == [
+            (data.PARCELS.title, "dead")
+        ]
+        assert search(get, q="parcels", answering="true")["results"] == []
+        assert titles(search(get, q="taiwan", answering="true")) == [data.RIVERS.title]  # the others stay
+    finally:
+        with psycopg2.connect(geohub_dsn) as conn, conn.cursor() as cur:
+            cur.execute(
+                "UPDATE resources SET last_status = 'ok' WHERE url = %s AND type = %s", data.PARCELS.key
+            )
+
+
 # --- hostile input ---
 
 
@@ -255,6 +275,7 @@ def test_the_search_is_documented_in_openapi(get):
         "limit",
         "offset",
         "concept",
+        "answering",
     }
     assert "/api/resources/{resource_id}" in spec["paths"]
     assert "HTTPBearer" in spec["components"]["securitySchemes"]

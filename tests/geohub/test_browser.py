@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+import psycopg2
 import pytest
 
 from tests.geohub import data
@@ -195,6 +196,39 @@ def test_the_concept_filter_narrows_the_search(browser, geohub_server):
     url = wait_for_results(browser, before)
     assert parse_qs(urlsplit(url).query)["concept"] == ["cadastral_parcel"]
     assert browser.evaluate(HIT_TITLES) == [data.PARCELS.title]
+
+
+def test_a_dead_resource_is_marked_and_the_answering_box_leaves_it_out(browser, geohub_server, geohub_dsn):
+    with psycopg2.connect(geohub_dsn) as conn, conn.cursor() as cur:
+        cur.execute(
+            "UPDATE resources SET last_status = 'dead' WHERE url = %s AND type = %s", data.PARCELS.key
+        )
+    try:
+        log_in(browser, geohub_server)
+        browser.wait_for("document.querySelectorAll('#concept option').length > 1")
+        browser.wait_for("/^(Results|Nothing)/.test(document.getElementById('status').textContent)")
+        before = searches(browser)
+        browser.evaluate(
+            "(s => { s.value = 'cadastral_parcel'; s.dispatchEvent(new Event('change')); })"
+            "(document.getElementById('concept'))"
+        )
+        wait_for_results(browser, before)
+        assert browser.evaluate(f"{HITS}.map(li => li.querySelector('.status.dead')?.textContent)") == [
+            "dead"
+        ]
+        before = searches(browser)
+        browser.evaluate(
+            "(box => { box.checked = true; box.dispatchEvent(new Event('change')); })"
+            "(document.getElementById('answering'))"
+        )
+        url = wait_for_results(browser, before)
+        assert parse_qs(urlsplit(url).query)["answering"] == ["true"]
+        assert browser.evaluate(HIT_TITLES) == []
+    finally:
+        with psycopg2.connect(geohub_dsn) as conn, conn.cursor() as cur:
+            cur.execute(
+                "UPDATE resources SET last_status = 'ok' WHERE url = %s AND type = %s", data.PARCELS.key
+            )
 
 
 def test_the_airflow_ui_links_to_geohub_and_shows_it(browser, geohub_server):

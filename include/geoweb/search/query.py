@@ -34,8 +34,8 @@ class InvalidSearch(GeowebError):
 @dataclass(frozen=True, slots=True)
 class SearchQuery:
     """A checked search: free text, resource types, a box (west > east crosses the antimeridian), the run
-    and level that found a resource, a concept some dataset of it is about, and a page. Build it with
-    ``SearchQuery.checked``."""
+    and level that found a resource, a concept some dataset of it is about, whether only resources that still
+    answer count, and a page. Build it with ``SearchQuery.checked``."""
 
     text: str = ""
     types: tuple[str, ...] = ()
@@ -45,6 +45,7 @@ class SearchQuery:
     limit: int = DEFAULT_LIMIT
     offset: int = 0
     concept: str | None = None
+    answering: bool = False  # leave out the resources the revisits found dead
 
     @classmethod
     def checked(
@@ -57,6 +58,7 @@ class SearchQuery:
         limit: int = DEFAULT_LIMIT,
         offset: int = 0,
         concept: str | None = None,
+        answering: bool = False,
     ) -> SearchQuery:
         """The query, or InvalidSearch naming the first bad parameter."""
         text = " ".join(_text(text or "", "q", MAX_TEXT).split())
@@ -76,7 +78,8 @@ class SearchQuery:
         concept = _text(concept, "concept", MAX_NAME).strip() or None
         if concept is not None and concept not in default_ontology():
             raise InvalidSearch(f"concept: no concept {concept!r} (GET /api/concepts lists them)")
-        return cls(text, tuple(sorted(set(filter(None, names)))), box, run, level, limit, offset, concept)
+        types = tuple(sorted(set(filter(None, names))))
+        return cls(text, types, box, run, level, limit, offset, concept, bool(answering))
 
     def concepts(self) -> list[str]:
         """The concept and every concept below it (narrower ones and parts): a search for water bodies finds

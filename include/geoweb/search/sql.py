@@ -44,6 +44,7 @@ SELECT r.id, r.url, r.type, r.version, r.title, left(r.abstract, {ABSTRACT_CHARS
            r.bbox, (SELECT ST_Envelope(ST_Collect(d.footprint)) FROM datasets d WHERE d.resource_id = r.id)
        ), {GEOJSON_DIGITS})::json,
        page.rank,
+       r.last_status,
        ARRAY(SELECT c FROM datasets d, unnest(d.concepts) c WHERE d.resource_id = r.id
              GROUP BY c ORDER BY count(*) DESC, c LIMIT {TOP_CONCEPTS})
 FROM page JOIN resources r ON r.id = page.id
@@ -90,6 +91,8 @@ def search_statement(query: SearchQuery) -> tuple[str, dict]:
     if query.concept is not None:
         params["concepts"] = query.concepts()
         where.append(_ABOUT)
+    if query.answering:
+        where.append("r.last_status <> 'dead'")
     where_sql = "\n      AND ".join(where)
     sql = _PAGE.format(materialized=materialized, rank=rank, where=where_sql, order=order, outer=outer)
     return sql, params

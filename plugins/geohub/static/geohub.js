@@ -105,6 +105,7 @@
     if ($("level").value) params.set("level", $("level").value);
     if ($("concept").value) params.set("concept", $("concept").value);
     if ($("in-view").checked) params.set("bbox", visibleBox().join(","));
+    if ($("answering").checked) params.set("answering", "true");
     params.set("limit", PAGE_SIZE);
     params.set("offset", offset);
     return params;
@@ -158,6 +159,11 @@
   const FILE_TYPES = new Set(["KML", "SHAPEFILE", "GEOJSON", "GEOTIFF"]);
   const OGC_TYPES = new Set(["WMS", "WFS", "WCS", "WMTS", "WPS", "SOS", "CSW"]);
 
+  const STATUS_TITLES = {
+    failed: "its last check failed",
+    dead: "it failed its checks many times in a row: kept, and checked again now and then",
+  };
+
   function documentLabel(type) {
     if (FILE_TYPES.has(type)) return "File";
     return OGC_TYPES.has(type) ? "Capabilities" : "Endpoint"; // an OGC API, STAC or ArcGIS REST root
@@ -170,7 +176,9 @@
     return el(
       "li",
       { "data-id": String(hit.id) },
-      el("div", null, el("span", { class: "type" }, hit.type), title),
+      el("div", null, el("span", { class: "type" }, hit.type), title,
+        hit.status === "ok" ? null : el("span", { class: `status ${hit.status}`, title: STATUS_TITLES[hit.status] },
+          hit.status)),
       el("div", { class: "url" }, link(hit.url)),
       el(
         "div",
@@ -273,7 +281,9 @@
     event.preventDefault();
     search(true);
   });
-  for (const id of ["run", "level", "concept", "in-view"]) $(id).addEventListener("change", () => search(true));
+  for (const id of ["run", "level", "concept", "in-view", "answering"]) {
+    $(id).addEventListener("change", () => search(true));
+  }
   $("previous").addEventListener("click", () => {
     offset = Math.max(0, offset - PAGE_SIZE);
     search(false);
