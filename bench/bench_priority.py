@@ -9,24 +9,35 @@ and 10 % of the others a geodata one. Page URLs say nothing; KML URLs end in ``.
 One full crawl gives the recall curve (by score and by a random order); crawls under budgets of 25 % and 50 %
 give what a budget really finds and fetches. Prints a Markdown table; writes the figures to var/bench/.
 
-    .venv/bin/python bench/bench_priority.py            # 8,000 pages over 8 hosts
-    .venv/bin/python bench/bench_priority.py --quick    # 1,600 pages
+``--scale N`` measures the recall curve of a synthetic run of N recorded URLs instead: in process
+(``recall_curve``) and in PostgreSQL (``Store.recall_curve``, in a scratch database of the local PostgreSQL,
+dropped afterwards), with the level budget of its largest level (``Store.skip_over_budget``).
+
+    .venv/bin/python -m bench.bench_priority            # 8,000 pages over 8 hosts
+    .venv/bin/python -m bench.bench_priority --quick    # 1,600 pages
+    .venv/bin/python -m bench.bench_priority --scale 1000000
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import json
 import os
 import random
 import shutil
 import sys
 import time
+import tracemalloc
+from collections.abc import Callable
+from contextlib import closing
 from dataclasses import asdict
 from pathlib import Path
 
-from synthetic_web import (
+import psycopg2
+
+from bench.synthetic_web import (
     DEFAULT_ROOT,
     MAX_LEVEL,
     WebSpec,
@@ -36,10 +47,11 @@ from synthetic_web import (
     tree_fanout,
     web_dir,
 )
-
 from geoweb.cli import run_crawl
-from geoweb.links.priority import LinkScorer
+from geoweb.links.priority import DEPTH_WEIGHT, LinkScorer, RecordedLink, recall_curve
 from geoweb.settings import Settings
+from geoweb.store import Store
+from stack import postgres as stack_postgres
 
 ROOT = DEFAULT_ROOT / "priority"
 GENERATOR = "topical-1"  # bump when the web below changes
@@ -59,6 +71,10 @@ KML = """<?xml version="1.0" encoding="UTF-8"?>
 """
 GEO_CHILD = {True: 0.7, False: 0.1}  # chance that a page's child is about geodata, by the page's topic
 HONEST_ANCHOR = {True: 0.8, False: 0.9}  # chance that a link's anchor tells its target's topic
+# --scale: the share of a run's URLs at levels 0 to 4 (the rest at level 5), and of URLs that found a resource
+SCALE_LEVELS = (0.0001, 0.002, 0.02, 0.1, 0.3)
+FOUND_SHARE = 0.02
+SCALE_RUN = "bench-scale"
 
 
 def generate(spec: WebSpec, root: Path = ROOT) -> dict:
@@ -173,11 +189,97 @@ def markdown(manifest: dict, runs: list[dict], speed: float) -> str:
     return "\n".join(rows)
 
 
+def synthetic_run(links: int, seed: int = 1) -> tuple[list[RecordedLink], list[str]]:
+    """A run's records: ``links`` URLs over 6 levels, each linked from a random page of the level above, with
+    scores in steps of 0.01 (many ties); a resource found on 2 % of the URLs."""
+    rng = random.Random(seed)
+    sizes = [max(1, int(links * share)) for share in SCALE_LEVELS]
+    sizes.append(links - sum(sizes))
+    recorded: list[RecordedLink] = []
+    above: list[str | None] = [None]
+    for level, size in enumerate(sizes):
+        urls = [f"http://h{rng.randrange(500)}.example/{level}/{i}" for i in range(size)]
+        recorded += [
+            RecordedLink(url, level, rng.choice(above), round(rng.random() - DEPTH_WEIGHT * level, 2))
+            for url in urls
+        ]
+        above = urls
+    return recorded, [link.url for link in rng.sample(recorded, int(links * FOUND_SHARE))]
+
+
+def measured(call: Callable[[], object]) -> tuple[object, float, float]:
+    """(result, seconds, peak MiB of Python allocations): timed alone, then traced in a second call."""
+    started = time.perf_counter()
+    result = call()
+    seconds = time.perf_counter() - started
+    tracemalloc.start()
+    call()
+    peak = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    return result, seconds, peak
+
+
+def load_run(dsn: str, links: list[RecordedLink], found_on: list[str]) -> None:
+    """The run's frontier and resources into the database, by COPY."""
+    null = "\\N"  # COPY's NULL
+    frontier = io.StringIO(
+        "".join(f"{SCALE_RUN}\t{x.url}\t{x.level}\t0\th\t{x.source or null}\t{x.score}\n" for x in links)
+    )
+    with closing(psycopg2.connect(dsn)) as conn, conn, conn.cursor() as cur:
+        cur.execute("INSERT INTO crawl_runs (run_id, status) VALUES (%s, 'running')", (SCALE_RUN,))
+        cur.copy_expert(
+            "COPY frontier (run_id, url, level, shard, origin, source_page, score) FROM STDIN", frontier
+        )
+        cur.execute("CREATE TEMP TABLE found (n serial, url text)")
+        cur.copy_expert("COPY found (url) FROM STDIN", io.StringIO("".join(f"{url}\n" for url in found_on)))
+        cur.execute("INSERT INTO resources (url, type) SELECT 'http://found.example/' || n, 'KML' FROM found")
+        cur.execute(
+            "INSERT INTO run_resources (run_id, resource_id, level, discovered_at, found_on) "
+            "SELECT %s, r.id, 0, now(), found.url FROM found JOIN resources r ON r.url = 'http://found.example/' || n",
+            (SCALE_RUN,),
+        )
+    with closing(psycopg2.connect(dsn)) as conn:
+        conn.autocommit = True
+        conn.cursor().execute("VACUUM ANALYZE")
+
+
+def scale(links: int) -> str:
+    """The recall curve of a synthetic run of ``links`` URLs, in process and in PostgreSQL, and the budget of
+    its largest level: seconds and peak Python memory of each, as Markdown."""
+    recorded, found_on = synthetic_run(links)
+    curve, python_s, python_mib = measured(lambda: recall_curve(recorded, found_on))
+    largest = max(link.level for link in recorded)
+    with stack_postgres.scratch_database("geoweb_bench") as dsn, Store(dsn) as store:
+        store.migrate()
+        started = time.perf_counter()
+        load_run(dsn, recorded, found_on)
+        load_s = time.perf_counter() - started
+        in_db, db_s, db_mib = measured(lambda: store.recall_curve(SCALE_RUN))
+        _, budget_s, budget_mib = measured(
+            lambda: store.skip_over_budget(SCALE_RUN, largest, 0.5, float("-inf"))
+        )
+    assert in_db == curve, "the database's curve differs from the in-process one"
+    return "\n".join([
+        f"{links:,} URLs, {len(found_on):,} resources (loaded by COPY in {load_s:.1f} s); recall at 50 %: "
+        f"{curve.at(50)[0]:.3f} by score, {curve.at(50)[1]:.3f} at random (both paths equal).",
+        "",
+        "| computation | seconds | peak Python memory (MiB) |",
+        "|---|---:|---:|",
+        f"| `recall_curve` in process | {python_s:.1f} | {python_mib:.0f} |",
+        f"| `Store.recall_curve` in PostgreSQL | {db_s:.1f} | {db_mib:.1f} |",
+        f"| `Store.skip_over_budget`, level {largest} | {budget_s:.1f} | {budget_mib:.1f} |",
+    ])  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="1,600 pages: a smoke run")
     parser.add_argument("--budgets", type=float, nargs="*", default=[0.5, 0.25])
+    parser.add_argument("--scale", type=int, metavar="N", help="only the recall curve of a run of N URLs")
     args = parser.parse_args()
+    if args.scale:
+        print(scale(args.scale))
+        return
     spec = WebSpec(pages=1_600 if args.quick else 8_000, hosts=8, port=18260)
     manifest = generate(spec)
     start_nginx(spec, ROOT)

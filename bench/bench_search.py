@@ -35,11 +35,10 @@ from geoweb.search import SearchDatabase, SearchQuery, search
 from geoweb.search.sql import search_statement
 from geoweb.store import Store
 from stack import postgres as stack_postgres
-from stack.layout import GEOWEB_DB, PG_PORT, REPO
+from stack.layout import GEOWEB_DB, REPO
 from tests.geohub.server import GeoHubServer, geohub_server
 
 SCRATCH = "geoweb_bench_search"
-SUPERUSER_DSN = f"host=127.0.0.1 port={PG_PORT} user=postgres"
 RESULTS = REPO / "var" / "bench" / "results-search.json"
 HOME = REPO / "var" / "bench" / "geohub-airflow"  # the API server's AIRFLOW_HOME
 SEED = 0.42
@@ -155,24 +154,12 @@ STRESS: dict[str, dict] = {
 }
 
 
-def _superuser(*statements: str, dbname: str = "postgres") -> None:
-    """Runs statements as the cluster's superuser, in autocommit (CREATE/DROP DATABASE refuse transactions)."""
-    conn = psycopg2.connect(SUPERUSER_DSN, dbname=dbname)
-    conn.autocommit = True
-    try:
-        with conn.cursor() as cur:
-            for statement in statements:
-                cur.execute(statement)
-    finally:
-        conn.close()
-
-
 def scratch_dsn() -> str:
     return urlsplit(GEOWEB_DB)._replace(path=f"/{SCRATCH}").geturl()
 
 
 def drop() -> None:
-    _superuser(f'DROP DATABASE IF EXISTS "{SCRATCH}" WITH (FORCE)')
+    stack_postgres.drop_database(SCRATCH)
 
 
 def counts(dsn: str) -> tuple[int, int] | None:
@@ -189,17 +176,15 @@ def generate(resources: int) -> float:
     """Creates the scratch database, migrates it and fills it; returns the seconds it took."""
     started = time.monotonic()
     drop()
-    owner = urlsplit(GEOWEB_DB).username
-    _superuser(f'CREATE DATABASE "{SCRATCH}" OWNER "{owner}"')
-    _superuser("CREATE EXTENSION postgis", dbname=SCRATCH)
-    dsn = scratch_dsn()
+    dsn = stack_postgres.create_postgis_database(SCRATCH)
     with Store(dsn) as store:
         store.migrate()
     params = {"seed": SEED, "terms": TERMS, "syllables": _SYLLABLES, "resources": resources,
               "types": list(TYPES), "type_count": len(TYPES)}  # fmt: skip
     with closing(psycopg2.connect(dsn)) as conn, conn, conn.cursor() as cur:
         cur.execute(GENERATE, params)
-    _superuser("VACUUM ANALYZE", dbname=SCRATCH)
+    with stack_postgres.superuser(SCRATCH) as cur:
+        cur.execute("VACUUM ANALYZE")
     return time.monotonic() - started
 
 

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import secrets
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from urllib.parse import urlsplit
+
+import psycopg2
 
 from stack.layout import AIRFLOW_DB, GEOWEB_DB, LOGS, PG_BIN, PG_DATA, PG_PORT
 
 DATABASES = ((GEOWEB_DB, True), (AIRFLOW_DB, False))  # each DSN names database, owner and password; PostGIS
+# The cluster trusts loopback connections, so its superuser needs no password (local tests and benchmarks).
+SUPERUSER_DSN = f"host=127.0.0.1 port={PG_PORT} user=postgres"
 
 
 def _as_postgres(*command: str, check: bool = True, **kwargs) -> subprocess.CompletedProcess:
@@ -23,6 +30,43 @@ def _psql(sql: str, database: str = "postgres") -> str:
         "-qAt", "-c", sql, capture_output=True,
     )  # fmt: skip
     return done.stdout.strip()
+
+
+@contextmanager
+def superuser(dbname: str = "postgres") -> Iterator:
+    """A cursor of the cluster's superuser, in autocommit (CREATE/DROP DATABASE refuse transactions)."""
+    conn = psycopg2.connect(SUPERUSER_DSN, dbname=dbname)
+    conn.autocommit = True
+    try:
+        with conn.cursor() as cur:
+            yield cur
+    finally:
+        conn.close()
+
+
+def create_postgis_database(name: str) -> str:
+    """A new database ``name`` owned by the geoweb user, with PostGIS in it (no schema): its DSN."""
+    geoweb_db = urlsplit(GEOWEB_DB)
+    with superuser() as cur:
+        cur.execute(f'CREATE DATABASE "{name}" OWNER "{geoweb_db.username}"')
+    with superuser(name) as cur:
+        cur.execute("CREATE EXTENSION postgis")  # not a trusted extension: only a superuser may create it
+    return geoweb_db._replace(path=f"/{name}").geturl()
+
+
+def drop_database(name: str) -> None:
+    with superuser() as cur:
+        cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextmanager
+def scratch_database(prefix: str = "geoweb_test") -> Iterator[str]:
+    """A new PostGIS database of a random name (``create_postgis_database``), dropped afterwards: its DSN."""
+    name = f"{prefix}_{secrets.token_hex(4)}"
+    try:
+        yield create_postgis_database(name)
+    finally:
+        drop_database(name)
 
 
 def running() -> bool:

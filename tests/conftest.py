@@ -8,50 +8,16 @@ started it.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
-from urllib.parse import urlsplit
+from contextlib import AbstractContextManager
 
-import psycopg2
 import pytest
 import redis
 
 from geoweb.store import Store
 from stack import postgres as stack_postgres
 from stack import redis as stack_redis
-from stack.layout import GEOWEB_DB, PG_PORT, REDIS_URL
-
-# The stack's cluster trusts loopback connections, so its superuser needs no password (local tests only).
-SUPERUSER_DSN = f"host=127.0.0.1 port={PG_PORT} user=postgres"
-
-
-@contextmanager
-def _superuser(dbname: str = "postgres") -> Iterator:
-    """A cursor of the cluster's superuser, in autocommit (CREATE/DROP DATABASE refuse transactions)."""
-    conn = psycopg2.connect(SUPERUSER_DSN, dbname=dbname)
-    conn.autocommit = True
-    try:
-        with conn.cursor() as cur:
-            yield cur
-    finally:
-        conn.close()
-
-
-@contextmanager
-def _postgis_database() -> Iterator[str]:
-    """A new database owned by the geoweb user with PostGIS in it, dropped afterwards: its DSN."""
-    name = f"geoweb_test_{secrets.token_hex(4)}"
-    geoweb_db = urlsplit(GEOWEB_DB)
-    with _superuser() as cur:
-        cur.execute(f'CREATE DATABASE "{name}" OWNER "{geoweb_db.username}"')
-    try:
-        with _superuser(name) as cur:
-            cur.execute("CREATE EXTENSION postgis")  # not a trusted extension: only a superuser may create it
-        yield geoweb_db._replace(path=f"/{name}").geturl()
-    finally:
-        with _superuser() as cur:
-            cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+from stack.layout import REDIS_URL
 
 
 @pytest.fixture(scope="session")
@@ -66,7 +32,7 @@ def postgres_server() -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def postgis_dsn(postgres_server) -> Iterator[str]:
-    with _postgis_database() as dsn:
+    with stack_postgres.scratch_database() as dsn:
         with Store(dsn) as store:
             store.migrate()
         yield dsn
@@ -75,7 +41,7 @@ def postgis_dsn(postgres_server) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def postgis_database(postgres_server) -> Callable[[], AbstractContextManager[str]]:
     """``with postgis_database() as dsn``: a new database with PostGIS but no schema, dropped afterwards."""
-    return _postgis_database
+    return stack_postgres.scratch_database
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,7 @@ from geoweb.search import (
     search,
 )
 from geoweb.search.catalogue import MAX_DATASETS
-from tests.conftest import SUPERUSER_DSN
+from stack.postgres import SUPERUSER_DSN
 from tests.geohub import data
 
 EVERYTHING = len(data.ALL)

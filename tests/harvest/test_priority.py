@@ -1,22 +1,27 @@
 """The link budget and the recall curve in the harvest, on real PostGIS: the budget holds per level across
-shards, a redone level skips the same URLs, shards fetch best score first, and the run's curve is the one the
-in-process crawl computes."""
+shards, a redone level skips the same URLs, shards fetch best score first, the database orders and budgets a
+level as the library does, and the run's curve (computed in the database) is the one the in-process crawl
+computes."""
 
 from __future__ import annotations
 
 import asyncio
 import io
 import json
+import math
+import random
 import uuid
+from contextlib import closing
 
 import psycopg2
 import pytest
+from psycopg2.extras import execute_values
 
 from geoweb.cli import run_crawl
 from geoweb.crawl.engine import Page
 from geoweb.harvest.params import MAX_LEVEL, HarvestParams
 from geoweb.harvest.run import crawl_shard, finish_run, plan_level, start_run
-from geoweb.links.priority import Link
+from geoweb.links.priority import Link, RecordedLink, apply_budget, recall_curve
 from geoweb.store import Store, shard_of
 from tests.harvest.web import LoopbackWeb
 
@@ -90,6 +95,86 @@ def test_a_minimum_score_skips_the_rest_and_the_seeds_are_never_cut(postgis_dsn,
     plan_level(store, run_id, 1, params)
     rows = level_rows(postgis_dsn, run_id, 1)
     assert len(skipped(rows)) == 40 and all(rows[url][2] < 0.4 for url in skipped(rows))
+
+
+def test_the_database_budgets_a_level_in_the_order_of_the_library(postgis_dsn):
+    """Many equal scores and non-ASCII URLs: ties fall to the same pseudo-random order in SQL and Python."""
+    rng = random.Random(3)
+    links = [
+        Link(f"http://h{i % 5}.example/d\u00e9p\u00f4t/{i}", SEED, rng.choice([0.0, 0.1, 0.25]))
+        for i in range(400)
+    ]
+    run_id = f"ties-{uuid.uuid4().hex[:8]}"
+    params = HarvestParams.from_conf({"seeds": [SEED], "shards": SHARDS})
+    with Store(postgis_dsn) as store:
+        start_run(store, run_id, params)
+        store.commit_pages(run_id, [Page(SEED, None, 0, links=links)], SHARDS)
+        rows = level_rows(postgis_dsn, run_id, 1)
+        for fraction, min_score in ((0.3, -math.inf), (0.5, 0.05), (0.01, -math.inf)):
+            _, dropped = apply_budget(
+                [Link(url, SEED, score) for url, (*_, score) in rows.items()], fraction, min_score
+            )
+            with store.conn, store.conn.cursor() as cur:  # the level as planned afresh
+                cur.execute(
+                    "UPDATE frontier SET status = 'discovered', error_reason = NULL WHERE run_id = %s",
+                    (run_id,),
+                )
+            assert store.skip_over_budget(run_id, 1, fraction, min_score) == len(dropped)
+            assert skipped(level_rows(postgis_dsn, run_id, 1)) == {link.url for link in dropped}
+
+
+def record_run(dsn: str, run_id: str, links: list[RecordedLink], found_on: list[str]) -> None:
+    """A run's frontier and resources as written, whatever they hold (each resource found on ``found_on``)."""
+    with closing(psycopg2.connect(dsn)) as conn, conn, conn.cursor() as cur:
+        cur.execute("INSERT INTO crawl_runs (run_id, status) VALUES (%s, 'running')", (run_id,))
+        execute_values(
+            cur,
+            "INSERT INTO frontier (run_id, url, level, shard, origin, source_page, score) VALUES %s",
+            [(run_id, link.url, link.level, 0, "http://h", link.source, link.score) for link in links],
+        )
+        ids = execute_values(
+            cur, "INSERT INTO resources (url, type) VALUES %s RETURNING id",
+            [(f"http://{run_id}/{i}", "WMS") for i in range(len(found_on))], fetch=True,
+        )  # fmt: skip
+        execute_values(
+            cur,
+            "INSERT INTO run_resources (run_id, resource_id, level, discovered_at, found_on) VALUES %s",
+            [(run_id, id_, 0, "2026-01-01", url) for (id_,), url in zip(ids, found_on, strict=True)],
+        )
+
+
+def random_run(rng: random.Random) -> tuple[list[RecordedLink], list[str]]:
+    """Up to 5 levels of links with many equal scores and non-ASCII URLs, mostly linked from the level above;
+    some from no page, a page never recorded, a page of the same level or deeper, and seeds with a source."""
+    urls = [(f"http://h{rng.randrange(3)}.example/{level}/\u00fc{i}", level)
+            for level in range(rng.randint(1, 5)) for i in range(rng.randint(1, 30))]  # fmt: skip
+    links = []
+    for url, level in urls:
+        above = [u for u, lvl in urls if lvl == level - 1]
+        source = (
+            rng.choice(above)
+            if above and rng.random() < 0.85
+            else rng.choice([None, "http://gone/", rng.choice(urls)[0]])
+        )
+        links.append(RecordedLink(url, level, source, rng.choice([0.0, 0.05, 0.3, round(rng.random(), 4)])))
+    found_on = [rng.choice(urls)[0] for _ in range(rng.randint(0, 40))] + [
+        "http://search.example/"
+    ] * rng.randint(0, 2)
+    return links, found_on
+
+
+def test_the_database_computes_the_curve_of_the_library(postgis_dsn):
+    """The curve computed in PostgreSQL equals the in-process one, on consistent and inconsistent records."""
+    rng = random.Random(11)
+    with Store(postgis_dsn) as store:
+        for _ in range(30):
+            links, found_on = random_run(rng)
+            run_id = f"sqlcurve-{uuid.uuid4().hex[:8]}"
+            record_run(postgis_dsn, run_id, links, found_on)
+            assert store.recall_curve(run_id) == recall_curve(links, found_on)
+        empty = f"sqlcurve-{uuid.uuid4().hex[:8]}"
+        record_run(postgis_dsn, empty, [], [])
+        assert store.recall_curve(empty) == recall_curve([], [])
 
 
 @pytest.fixture(scope="module")

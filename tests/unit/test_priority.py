@@ -138,6 +138,12 @@ def test_recall_curve_edge_cases():
     assert recall_curve([], []).scored == (1.0,) * len(PERCENTS)  # nothing found: nothing lost
     # a resource found on a URL the run did not record (a seed's search result page) is never cut
     assert recall_curve(GRAPH, ["elsewhere", "H"]).at(25)[0] == 0.5
+    # a URL recorded twice counts as first recorded: here E at level 2 from A
+    assert recall_curve([*GRAPH, RecordedLink("E", 1, "S", -0.9)], FOUND_ON) == recall_curve(GRAPH, FOUND_ON)
+    assert recall_curve(GRAPH, FOUND_ON, (25, 100)).scored == (0.6, 1.0)
+    for percents in ((), (50, 25), (0, 50), (50, 101), (25, 25)):
+        with pytest.raises(ValueError, match="budgets of a recall curve"):
+            recall_curve(GRAPH, FOUND_ON, percents)
 
 
 def test_the_report_plots_the_curve_as_a_third_panel(tmp_path):

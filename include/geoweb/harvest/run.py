@@ -27,7 +27,7 @@ from geoweb.harvest.pagebuffer import PageBuffer
 from geoweb.harvest.params import HarvestParams
 from geoweb.links.filters import URLFilters
 from geoweb.links.normalize import origin
-from geoweb.links.priority import Link, recall_curve
+from geoweb.links.priority import Link
 from geoweb.store import Store
 
 log = logging.getLogger("geoweb.harvest")
@@ -194,7 +194,7 @@ def finish_run(store: Store, run_id: str) -> dict[str, Any]:
     report = CrawlReport(levels=store.level_stats(run_id))
     report.resources_by_type = Counter(record["type"] for record in store.export_run(run_id))
     report.seconds = sum(s.seconds for s in report.levels)
-    report.recall = recall_curve(*store.recorded_links(run_id))
+    report.recall = store.recall_curve(run_id)
     log.info("run %s:\n%s\n%s", run_id, level_table(report), report.recall.table())
     png = io.BytesIO()
     report.plot(png)

@@ -8,14 +8,16 @@ of X % would still have found, against the same budget over a random order of th
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
-import zlib
-from collections import defaultdict
+from bisect import bisect_right
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from itertools import accumulate
 from typing import NamedTuple
 
 VOCABULARY = "geo_vocabulary.txt"  # shipped next to this module
@@ -106,14 +108,26 @@ class LinkScorer:
         return round(anchor_part + url_part - DEPTH_WEIGHT * level, 4)
 
 
-def shuffle_key(url: str) -> int:
-    """A fixed pseudo-random position of a URL: the tie-break of equal scores and the baseline's order."""
-    return zlib.crc32(url.encode("utf-8", "replace"))
+def shuffle_key(url: str) -> tuple[int, str]:
+    """A fixed pseudo-random position of a URL: the tie-break of equal scores and the baseline's order. The
+    first 60 bits of the URL's MD5, which PostgreSQL computes alike (``SQL_SHUFFLE_KEY``); the URL itself
+    breaks the rare equal hashes, so the order is total and every reader of a level sees the same one."""
+    return _shuffle_hash(url), url
 
 
-def by_priority(link: Link | RecordedLink) -> tuple[float, int]:
+def _shuffle_hash(url: str) -> int:
+    return int(hashlib.md5(url.encode("utf-8", "replace")).hexdigest()[:15], 16)
+
+
+def by_priority(link: Link | RecordedLink) -> tuple[float, int, str]:
     """Sort key: descending score, ties in a fixed pseudo-random order (not by URL, which favours a path)."""
-    return (-link.score, shuffle_key(link.url))
+    return (-link.score, *shuffle_key(link.url))
+
+
+# shuffle_key and by_priority in PostgreSQL, over a table with ``url`` and ``score``: text compared byte by
+# byte (collation "C") is UTF-8 in code point order, as Python compares strings
+SQL_SHUFFLE_KEY = "('x' || left(md5(url), 15))::bit(60)::bigint, url COLLATE \"C\""
+SQL_BY_PRIORITY = f"score DESC, {SQL_SHUFFLE_KEY}"
 
 
 def check_budget(fraction: float) -> float:
@@ -148,6 +162,23 @@ class RecallCurve:
     resources: int
     links: int
 
+    @classmethod
+    def tally(
+        cls, percents: Sequence[int], needed: Iterable[tuple[int, int, int]], links: int
+    ) -> RecallCurve:
+        """The curve from (scored, baseline, resources) rows: how many resources need, by score and by the
+        random order, the budget of index scored and baseline in ``percents`` (``len(percents)``: none)."""
+        scored, baseline = [0] * (len(percents) + 1), [0] * (len(percents) + 1)
+        for by_score, by_chance, count in needed:
+            scored[by_score] += count
+            baseline[by_chance] += count
+        total = sum(scored)
+
+        def shares(tallies: list[int]) -> tuple[float, ...]:
+            return tuple(found / total if total else 1.0 for found in accumulate(tallies[:-1]))
+
+        return cls(tuple(percents), shares(scored), shares(baseline), resources=total, links=links)
+
     def at(self, percent: int) -> tuple[float, float]:
         """(scored, baseline) recall at a budget of ``percent``."""
         i = self.percents.index(percent)
@@ -176,6 +207,24 @@ class RecallCurve:
         return "\n".join(rows)
 
 
+def check_percents(percents: Sequence[int]) -> tuple[int, ...]:
+    """``percents`` if they are budgets of a recall curve, increasing within (0, 100]; else ValueError."""
+    if not percents or list(percents) != sorted(set(percents)) or not 0 < percents[0] <= percents[-1] <= 100:
+        raise ValueError(f"the budgets of a recall curve increase within (0, 100], not {percents}")
+    return tuple(percents)
+
+
+def kept_counts(level: int, links: int, percents: Sequence[int]) -> list[int]:
+    """How many of a level's ``links`` each budget of ``percents`` keeps: all of the seeds (level 0)."""
+    return [links if level == 0 else kept_count(links, percent / 100) for percent in percents]
+
+
+def needed_budget(position: int, counts: Sequence[int]) -> int:
+    """The index of the smallest budget that keeps the link at ``position`` of its level's order, given the
+    level's ``kept_counts`` (``len(counts)``: none): the number of budgets that keep fewer links."""
+    return bisect_right(counts, position)
+
+
 def recall_curve(
     links: Iterable[RecordedLink], found_on: Iterable[str], percents: Sequence[int] = PERCENTS
 ) -> RecallCurve:
@@ -183,33 +232,51 @@ def recall_curve(
     resource, the URL whose fetch found it.
 
     A budget of X % keeps the top X % of each level's links (level 0, the seeds, is never cut); a URL is
-    reached when it is kept and its source page was reached; a resource counts when the URL that found it
-    was reached. URLs outside the recorded links (a search result page as a seed's source) count as reached.
-    A resource found on two paths counts on the one recorded only, so the curve is a lower bound."""
+    reached when it is kept and its source page, recorded at a lower level, was reached; a resource counts
+    when the URL that found it was reached. URLs outside the recorded links (a search result page as a seed's
+    source) count as reached; a source recorded at the same level or deeper (which no crawl records) never.
+    A URL recorded twice counts as first recorded. A resource found on two paths counts on the one recorded
+    only, so the curve is a lower bound.
+
+    In one pass, level by level: each URL needs the larger of the smallest budget that keeps it and the budget
+    its source needs. ``Store.recall_curve`` computes the same in PostgreSQL."""
+    percents = check_percents(percents)
+    # per URL, the budgets (indexes) it needs by score and by chance; None while its level is not done
+    needed: dict[str, tuple[int, int] | None] = {}
     levels: dict[int, list[RecordedLink]] = defaultdict(list)
     for link in links:
-        levels[link.level].append(link)
-    found_on = list(found_on)
-    scored = {lvl: [x.url for x in sorted(ls, key=by_priority)] for lvl, ls in levels.items()}
-    shuffled = {lvl: sorted((x.url for x in ls), key=shuffle_key) for lvl, ls in levels.items()}
-    source_of = {x.url: x.source for ls in levels.values() for x in ls}
-
-    def recall(order: dict[int, list[str]], fraction: float) -> float:
-        reached: set[str] = set()
-        for level in sorted(order):
-            urls = order[level] if level == 0 else order[level][: kept_count(len(order[level]), fraction)]
-            reached.update(u for u in urls if level == 0 or _reached(source_of[u], source_of, reached))
-        counted = sum(1 for url in found_on if url in reached or url not in source_of)
-        return counted / len(found_on) if found_on else 1.0
-
-    return RecallCurve(
-        percents=tuple(percents),
-        scored=tuple(recall(scored, p / 100) for p in percents),
-        baseline=tuple(recall(shuffled, p / 100) for p in percents),
-        resources=len(found_on),
-        links=len(source_of),
+        if link.url not in needed:
+            needed[link.url] = None
+            levels[link.level].append(link)
+    pairs = [[(s, b) for b in range(len(percents) + 1)] for s in range(len(percents) + 1)]  # shared by URLs
+    for level in sorted(levels):
+        level_links = levels.pop(level)
+        counts = kept_counts(level, len(level_links), percents)
+        # shuffle_key and by_priority as stable sorts by each part, last part first: lighter keys
+        by_chance = sorted(range(len(level_links)), key=lambda i: level_links[i].url)
+        by_chance.sort(key=lambda i: _shuffle_hash(level_links[i].url))
+        by_score = sorted(by_chance, key=lambda i: -level_links[i].score)
+        level_needs = []
+        for link, own_score, own_chance in zip(
+            level_links, _needed_budgets(by_score, counts), _needed_budgets(by_chance, counts), strict=True
+        ):
+            source = link.source
+            if level == 0 or source is None or source not in needed:
+                via = pairs[0][0]
+            else:  # None: a source recorded at this level or deeper
+                via = needed[source] or pairs[-1][-1]
+            level_needs.append(pairs[max(own_score, via[0])][max(own_chance, via[1])])
+        needed.update(zip((link.url for link in level_links), level_needs, strict=True))
+    tallies = Counter(needed.get(url) or pairs[0][0] for url in found_on)
+    return RecallCurve.tally(
+        percents, ((s, b, count) for (s, b), count in tallies.items()), links=len(needed)
     )
 
 
-def _reached(source: str | None, source_of: Mapping[str, str | None], reached: set[str]) -> bool:
-    return source is None or source not in source_of or source in reached
+def _needed_budgets(order: list[int], counts: Sequence[int]) -> list[int]:
+    """Per link of a level, the index of the smallest budget that keeps it, from the level's ``order`` (link
+    indexes, first followed first)."""
+    needed = [0] * len(order)
+    for position, i in enumerate(order):
+        needed[i] = needed_budget(position, counts)
+    return needed

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import os
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC
 from typing import TYPE_CHECKING
@@ -19,7 +19,15 @@ from psycopg2.extras import execute_values
 
 from geoweb.crawl.report import LevelStats
 from geoweb.errors import StoreError
-from geoweb.links.priority import Link, RecordedLink, apply_budget
+from geoweb.links.priority import (
+    PERCENTS,
+    SQL_BY_PRIORITY,
+    SQL_SHUFFLE_KEY,
+    RecallCurve,
+    check_percents,
+    kept_count,
+    kept_counts,
+)
 from geoweb.models import Dataset, Resource
 from geoweb.store.catalogue import CatalogueStore
 from geoweb.store.clean import Cleaner
@@ -81,6 +89,58 @@ ON CONFLICT (run_id, url) DO UPDATE SET
     updated_at = now()
 WHERE EXCLUDED.status <> 'discovered'
 RETURNING 1
+"""
+# The level's URLs in the order of links.priority.by_priority; those past the first %(kept)s or scoring below
+# %(min_score)s are skipped, locked in key order like every write.
+_SKIP_OVER_BUDGET = f"""
+WITH ranked AS (
+    SELECT url, score, row_number() OVER (ORDER BY {SQL_BY_PRIORITY}) AS position
+    FROM frontier WHERE run_id = %(run_id)s AND level = %(level)s
+), dropped AS (
+    SELECT f.url FROM frontier f JOIN ranked USING (url)
+    WHERE f.run_id = %(run_id)s AND f.status = 'discovered'
+        AND (ranked.position > %(kept)s OR ranked.score < %(min_score)s)
+    ORDER BY f.url FOR UPDATE OF f
+)
+UPDATE frontier f SET status = 'skipped', error_reason = 'budget',
+    error_message = 'not followed: under the link budget', updated_at = now()
+FROM dropped WHERE f.run_id = %(run_id)s AND f.url = dropped.url
+"""
+# links.priority.recall_curve in SQL. Per URL, the index of the smallest budget that keeps it in its level,
+# by score and by chance: width_bucket counts the level's kept counts (one per budget) at or below its
+# position. Then, from the URLs reached whatever their source (seeds, no source, a source not recorded),
+# source to link down the levels, each URL needs the larger of its own and its source's budget; URLs never
+# joined (a source at the same level or deeper) need none of the budgets. Rows: (scored, baseline, resources).
+_RECALL_NEEDS = f"""
+WITH RECURSIVE counts AS (
+    SELECT level, array_agg(kept ORDER BY i) AS kept
+    FROM unnest(%(levels)s::integer[], %(kept)s::bigint[]) WITH ORDINALITY AS c(level, kept, i)
+    GROUP BY level
+), ranked AS MATERIALIZED (
+    SELECT f.*, f.level = 0 OR source.url IS NULL AS root
+    FROM (
+        SELECT url, level, source_page,
+            width_bucket(row_number() OVER (PARTITION BY level ORDER BY {SQL_BY_PRIORITY}) - 1, counts.kept)
+                AS by_score,
+            width_bucket(row_number() OVER (PARTITION BY level ORDER BY {SQL_SHUFFLE_KEY}) - 1, counts.kept)
+                AS by_chance
+        FROM frontier JOIN counts USING (level)
+        WHERE run_id = %(run_id)s
+    ) f LEFT JOIN frontier source ON source.run_id = %(run_id)s AND source.url = f.source_page
+), reached (url, level, by_score, by_chance) AS (
+    SELECT url, level, by_score, by_chance FROM ranked WHERE root
+    UNION ALL
+    SELECT r.url, r.level, greatest(r.by_score, p.by_score), greatest(r.by_chance, p.by_chance)
+    FROM reached p JOIN ranked r ON r.source_page = p.url AND r.level > p.level AND NOT r.root
+)
+SELECT CASE WHEN f.url IS NULL THEN 0 ELSE coalesce(reached.by_score, %(unreached)s) END,
+    CASE WHEN f.url IS NULL THEN 0 ELSE coalesce(reached.by_chance, %(unreached)s) END,
+    count(*)
+FROM run_resources rr
+    LEFT JOIN ranked f ON f.url = rr.found_on
+    LEFT JOIN reached ON reached.url = rr.found_on
+WHERE rr.run_id = %(run_id)s AND rr.found_on IS NOT NULL
+GROUP BY 1, 2
 """
 _EXPORT_RESOURCES = """
 SELECT r.id, r.url, r.type, r.version, r.title, r.abstract, r.keywords, r.provider, ST_AsBinary(r.bbox),
@@ -212,18 +272,14 @@ class Store(CatalogueStore, RevisitStore):
 
     def skip_over_budget(self, run_id: str, level: int, fraction: float, min_score: float) -> int:
         """Mark the URLs of a level the link budget does not follow 'skipped' (reason 'budget'); returns how
-        many are skipped. The budget is taken over all the level's URLs, whatever their status, so redoing
-        it skips the same set."""
+        many are skipped. The budget is taken over all the level's URLs, whatever their status, in the order
+        of ``by_priority``, so redoing it skips the same set."""
         with self._transaction() as cur:
-            cur.execute("SELECT url, score FROM frontier WHERE run_id = %s AND level = %s", (run_id, level))
-            _, dropped = apply_budget(
-                [Link(url, None, score) for url, score in cur.fetchall()], fraction, min_score
-            )
+            cur.execute("SELECT count(*) FROM frontier WHERE run_id = %s AND level = %s", (run_id, level))
+            kept = kept_count(cur.fetchone()[0], fraction)
             cur.execute(
-                "UPDATE frontier SET status = 'skipped', error_reason = 'budget', "
-                "error_message = 'not followed: under the link budget', updated_at = now() "
-                "WHERE run_id = %s AND url = ANY(%s) AND status = 'discovered'",
-                (run_id, sorted(link.url for link in dropped)),
+                _SKIP_OVER_BUDGET,
+                {"run_id": run_id, "level": level, "kept": kept, "min_score": min_score},
             )
             cur.execute(
                 "SELECT count(*) FROM frontier WHERE run_id = %s AND level = %s AND error_reason = 'budget'",
@@ -231,16 +287,25 @@ class Store(CatalogueStore, RevisitStore):
             )
             return cur.fetchone()[0]
 
-    def recorded_links(self, run_id: str) -> tuple[list[RecordedLink], list[str]]:
-        """What the recall curve needs of a run: every frontier URL (level, source page, score), and for each
-        resource the URL whose fetch found it (resources found before scores were recorded are left out)."""
+    def recall_curve(self, run_id: str, percents: Sequence[int] = PERCENTS) -> RecallCurve:
+        """The run's recall curve (``links.priority.recall_curve``) from its frontier and each resource's
+        ``found_on``, computed in the database: only a row per (budget by score, budget by chance) comes
+        back. Resources found before scores were recorded are left out."""
+        percents = check_percents(percents)
         with self._transaction() as cur:
-            cur.execute("SELECT url, level, source_page, score FROM frontier WHERE run_id = %s", (run_id,))
-            links = [RecordedLink(*row) for row in cur.fetchall()]
+            cur.execute("SELECT level, count(*) FROM frontier WHERE run_id = %s GROUP BY level", (run_id,))
+            sizes = cur.fetchall()
+            counts = [(level, kept) for level, links in sizes for kept in kept_counts(level, links, percents)]
             cur.execute(
-                "SELECT found_on FROM run_resources WHERE run_id = %s AND found_on IS NOT NULL", (run_id,)
+                _RECALL_NEEDS,
+                {
+                    "run_id": run_id,
+                    "levels": [level for level, _ in counts],
+                    "kept": [kept for _, kept in counts],
+                    "unreached": len(percents),
+                },
             )
-            return links, [row[0] for row in cur.fetchall()]
+            return RecallCurve.tally(percents, cur.fetchall(), links=sum(links for _, links in sizes))
 
     def origin_counts(self, run_id: str, origins: list[str]) -> dict[str, int]:
         """Frontier URLs per origin (every level, every status): what a host's page budget has used."""
