@@ -13,7 +13,9 @@ from geoweb.harvest.params import MAX_LEVEL, param_specs
 from geoweb_airflow import POLICIES_VARIABLE, connector_config, harvest_store, url_policies
 
 CRAWL_POOL = "geoweb_crawl"
-SEEDS_VARIABLE = "geoweb_seeds"  # a JSON list of seed URLs for runs whose conf has none (scheduled runs)
+# JSON lists of seed URLs and of search providers for runs whose conf names neither (scheduled runs)
+SEEDS_VARIABLE = "geoweb_seeds"
+PROVIDERS_VARIABLE = "geoweb_search_providers"
 
 DOC = f"""
 ### Crawl the web for geospatial resources
@@ -26,9 +28,11 @@ and stores a PNG plot of it with the run.
 
 A failed run resumes: clear its failed tasks and only the URLs not yet done are crawled. The same keys work
 as run conf from the CLI (`airflow dags trigger geoweb_crawl --conf '{{"seeds": ["https://..."]}}'`) and
-the REST API. Levels beyond `max_level` (at most {MAX_LEVEL}) are skipped. A run without `seeds` (a
-scheduled run) takes them from the Airflow Variable `{SEEDS_VARIABLE}` (a JSON list of URLs); with neither,
-`start_run` fails. A bad conf fails `start_run` at once, naming the key. URL-pattern policies (skip or fetch
+the REST API. Levels beyond `max_level` (at most {MAX_LEVEL}) are skipped. A run that names neither `seeds`
+nor `search_providers` (a scheduled run) takes them from the Airflow Variables `{SEEDS_VARIABLE}` (a JSON list
+of URLs) and `{PROVIDERS_VARIABLE}` (a JSON list of provider names); with neither, `start_run` fails. A bad
+conf fails `start_run` at once, naming the key. The params a run began with are stored with it
+(`crawl_runs.params`) and every later task works with them. URL-pattern policies (skip or fetch
 by regular expression) come from `url_policies`, else the Variable `{POLICIES_VARIABLE}`, else
 `GEOWEB_URL_POLICIES`.
 
@@ -42,10 +46,11 @@ an earlier try finished, so no quota is spent twice.
 """
 
 
-def _run(default_seeds: bool = False):
-    """(run_id, params) of the running task. A bad conf fails the task at once: retrying cannot mend it.
-
-    With ``default_seeds``, a conf without seeds takes them from the Variable SEEDS_VARIABLE."""
+def _begin():
+    """(run_id, params) of a new run from its conf, with the Variables' defaults: a run that names neither
+    seeds nor search providers (a scheduled run) takes both from SEEDS_VARIABLE and PROVIDERS_VARIABLE, and
+    a run without url_policies those of POLICIES_VARIABLE. A bad conf fails the task at once: retrying
+    cannot mend it."""
     from airflow.sdk import Variable
     from airflow.sdk.exceptions import AirflowFailException
 
@@ -53,8 +58,9 @@ def _run(default_seeds: bool = False):
 
     context = get_current_context()
     conf = dict(context["params"])
-    if default_seeds and not conf.get("seeds"):
+    if not conf.get("seeds") and not conf.get("search_providers"):
         conf["seeds"] = Variable.get(SEEDS_VARIABLE, default=[], deserialize_json=True)
+        conf["search_providers"] = Variable.get(PROVIDERS_VARIABLE, default=[], deserialize_json=True)
     if not conf.get("url_policies"):
         conf["url_policies"] = url_policies()
     try:
@@ -63,12 +69,21 @@ def _run(default_seeds: bool = False):
         raise AirflowFailException(str(exc)) from None
 
 
+def _run(store):
+    """(run_id, params) of the running task: the params start_run began the run with, stored with it, so
+    every task of a run works with the same ones whatever the Variables say meanwhile."""
+    from geoweb.harvest.params import HarvestParams
+
+    run_id = get_current_context()["dag_run"].run_id
+    return run_id, HarvestParams.from_conf(store.run_conf(run_id))
+
+
 @task
 def start_run() -> int:
     """Begin (or resume) the run and add its seeds at level 0."""
     from geoweb.harvest import run
 
-    run_id, params = _run(default_seeds=True)
+    run_id, params = _begin()
     with harvest_store() as store:
         return run.start_run(store, run_id, params)
 
@@ -81,8 +96,8 @@ def seed_search() -> int:
     from geoweb.connectors import ConfigError, QuotaExceeded
     from geoweb.harvest import run
 
-    run_id, params = _run()
     with harvest_store() as store:
+        run_id, params = _run(store)
         try:
             return run.seed_search(store, run_id, params, connector_config)
         except (ConfigError, QuotaExceeded) as exc:  # retrying mends neither a missing key nor a spent quota
@@ -94,8 +109,8 @@ def plan_level(level: int) -> list[int]:
     """The shards of the level with URLs to fetch: the map of the level's crawl tasks (empty: skipped)."""
     from geoweb.harvest import run
 
-    run_id, params = _run()
     with harvest_store() as store:
+        run_id, params = _run(store)
         return run.plan_level(store, run_id, level, params)
 
 
@@ -104,8 +119,8 @@ def crawl_level(level: int, shard: int) -> dict:
     """Crawl one shard of the level: its pages, resources and links are committed in batches."""
     from geoweb.harvest import run
 
-    run_id, params = _run()
     with harvest_store() as store:
+        run_id, params = _run(store)
         return run.crawl_shard(store, run_id, level, shard, params)
 
 
@@ -114,9 +129,8 @@ def finish_run() -> dict:
     """Log the per-level report, store its plot with the run, and mark the run a success."""
     from geoweb.harvest import run
 
-    run_id, _ = _run()
     with harvest_store() as store:
-        return run.finish_run(store, run_id)
+        return run.finish_run(store, get_current_context()["dag_run"].run_id)
 
 
 def _mark_failed(context) -> None:

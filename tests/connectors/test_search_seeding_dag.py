@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import psycopg2
 import pytest
@@ -130,3 +131,30 @@ def test_a_spent_quota_fails_seed_search_at_once(stack, connections, sources):  
     assert tasks["plan_level_0"]["state"] == "upstream_failed"
     log = task_log(stack, run_id, "seed_search")
     assert "search seeding failed: searxng: 'web map service' page 1: HTTP 429 Too Many Requests" in log
+
+
+@contextmanager
+def variable(client: AirflowClient, key: str, value) -> Iterator[None]:
+    """An Airflow Variable (JSON) for the test's duration."""
+    client.request("POST", "/variables", json={"key": key, "value": json.dumps(value)})
+    try:
+        yield
+    finally:
+        client.request("DELETE", f"/variables/{key}")
+
+
+def test_a_run_naming_neither_seeds_nor_providers_takes_them_from_the_variables(stack, connections, sources):  # noqa: F811
+    """A scheduled run's params name no seeds and no providers: the Variables give them, start_run stores the
+    params with the run, and every later task works with those."""
+    conf = {key: value for key, value in CONF.items() if key != "search_providers"}
+    for standin in sources.values():
+        standin.reset()
+    with variable(stack, "geoweb_search_providers", ["searxng"]):
+        stack.unpause(MAIN_DAG)
+        run_id = stack.trigger(MAIN_DAG, conf)
+        state = stack.wait(MAIN_DAG, run_id, RUN_TIMEOUT)
+    assert state == "success"
+    ((params,),) = query("SELECT params FROM crawl_runs WHERE run_id = %s", run_id)
+    assert (params["search_providers"], params["seeds"]) == (["searxng"], [])
+    assert sources["searxng"].requests and not sources["datagov"].requests
+    assert query("SELECT count(*) FROM frontier WHERE run_id = %s AND status = 'fetched'", run_id) == [(2,)]

@@ -75,8 +75,9 @@ class HarvestParams:
 
     seeds: tuple[str, ...] = param(
         (),
-        "Seed pages (absolute http(s) URLs) at level 0. When empty, the Airflow Variable geoweb_seeds "
-        "(a JSON list of URLs) gives them: that is how scheduled runs are seeded.",
+        "Seed pages (absolute http(s) URLs) at level 0. A run with neither seeds nor search_providers (a "
+        "scheduled run) takes both from the Airflow Variables geoweb_seeds and geoweb_search_providers "
+        "(JSON lists).",
         **list_of(_URL, maxItems=10_000),
     )
     keywords: tuple[str, ...] = param(
