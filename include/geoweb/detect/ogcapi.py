@@ -19,6 +19,7 @@ import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
 from geoweb import jsonsafe
@@ -186,18 +187,18 @@ def collection_apis(collection: dict) -> set[str]:
     return apis
 
 
-def collection_dataset(collection: dict) -> Dataset | None:
-    """A collection as a dataset: id, title, keywords, WGS84 extent; None without an id."""
+def collection_dataset(collection: dict, **extra: Any) -> Dataset | None:
+    """An OGC API collection (a STAC collection is one too) as a dataset: id, title, keywords, WGS84 extent,
+    and those of ``extra`` that are not empty; None without an id."""
     name = jsonsafe.text(collection, "id")
     if name is None:
         return None
-    item_type = jsonsafe.text(collection, "itemType")
     return Dataset(
         name=name,
         title=jsonsafe.text(collection, "title"),
         bbox=jsonsafe.spatial_extent(collection),
         keywords=jsonsafe.texts(collection, "keywords"),
-        extra={"item_type": item_type} if item_type else {},
+        extra={key: value for key, value in extra.items() if value},
     )
 
 
@@ -222,7 +223,7 @@ def resources(page: LandingPage, wanted: Iterable[str]) -> list[Resource]:
         raise NotOGCAPI(f"{page.url}: the conformance declaration names no OGC API class")
     served: dict[str, list[Dataset]] = {api: [] for api in apis}
     for collection in page.collections:
-        dataset = collection_dataset(collection)
+        dataset = collection_dataset(collection, item_type=jsonsafe.text(collection, "itemType"))
         if dataset is not None:
             for api in collection_apis(collection) & served.keys():
                 served[api].append(dataset)

@@ -19,9 +19,10 @@ from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
 from geoweb.detect.base import DetectContext, Detector
 from geoweb.detect.ogc.common import unique_by_name
+from geoweb.detect.ogcapi import collection_dataset  # a STAC collection is an OGC API collection
 from geoweb.errors import GeowebError, HTTPStatusError, MalformedContent
 from geoweb.fetch.response import Response
-from geoweb.jsonsafe import links, looks_like_json, objects, parse_json, spatial_extent, text, texts
+from geoweb.jsonsafe import links, looks_like_json, objects, parse_json, text, texts
 from geoweb.links.normalize import normalize_url
 from geoweb.models import STAC_TYPES, Dataset, Resource, sha256, union_bbox
 
@@ -142,20 +143,6 @@ def _new(urls: list[str], seen: set[str]) -> list[str]:
             seen.add(canonical_url(url))
             fresh.append(url)
     return fresh
-
-
-def collection_dataset(collection: dict, *, items: int | None = None) -> Dataset | None:
-    """A collection as a dataset; None without a string id."""
-    name = text(collection, "id")
-    if name is None:
-        return None
-    return Dataset(
-        name=name,
-        title=text(collection, "title"),
-        bbox=spatial_extent(collection),
-        keywords=texts(collection, "keywords"),
-        extra={"items": items} if items else {},
-    )
 
 
 class STACDetector(Detector):
