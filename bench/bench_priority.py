@@ -26,7 +26,6 @@ import io
 import json
 import os
 import random
-import shutil
 import sys
 import time
 import tracemalloc
@@ -39,9 +38,11 @@ import psycopg2
 
 from bench.synthetic_web import (
     DEFAULT_ROOT,
+    MANIFEST,
     MAX_LEVEL,
     WebSpec,
     page_path,
+    reusable,
     start_nginx,
     stop_nginx,
     tree_fanout,
@@ -80,13 +81,9 @@ SCALE_RUN = "bench-scale"
 def generate(spec: WebSpec, root: Path = ROOT) -> dict:
     """Writes the topical web (reused while spec and generator are unchanged); returns its manifest."""
     web = web_dir(spec, root)
-    manifest_file = web / "manifest.json"
-    if manifest_file.exists():
-        manifest = json.loads(manifest_file.read_text())
-        if manifest.get("spec") == asdict(spec) and manifest.get("generator") == GENERATOR:
-            return manifest
-    if web.exists():
-        shutil.rmtree(web)
+    manifest = reusable(spec, web, GENERATOR)
+    if manifest is not None:
+        return manifest
     rng = random.Random(spec.seed)
     kml_files = 0
     geo_pages = 0
@@ -120,7 +117,7 @@ def generate(spec: WebSpec, root: Path = ROOT) -> dict:
             path.write_text(f"<!DOCTYPE html><html><body><ul>{''.join(items)}</ul></body></html>\n")
     manifest = {"spec": asdict(spec), "generator": GENERATOR, "pages": spec.pages, "geo_pages": geo_pages,
                 "kml_files": kml_files}  # fmt: skip
-    manifest_file.write_text(json.dumps(manifest, indent=1))
+    (web / MANIFEST).write_text(json.dumps(manifest, indent=1))
     return manifest
 
 

@@ -33,6 +33,7 @@ MAX_LEVEL = 5
 PAGES_PER_DIR = 100
 PRIVATE_DIR = "/private/"
 # A generated web is reused while both its spec and this generator are unchanged.
+MANIFEST = "manifest.json"  # in each web's folder: its spec, its generator and what it holds
 GENERATOR_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 
 _WORDS = (
@@ -180,16 +181,25 @@ class _PageWriter:
         return page
 
 
-def generate(spec: WebSpec, root: Path = DEFAULT_ROOT) -> dict:
-    """Writes the web under ``root`` (reused while spec and generator are unchanged); returns its manifest."""
-    web = web_dir(spec, root)
-    manifest_file = web / "manifest.json"
+def reusable(spec: WebSpec, web: Path, generator: str) -> dict | None:
+    """The manifest of the web in ``web`` when ``generator`` wrote it from ``spec``; otherwise None, and the
+    folder is removed for a new web."""
+    manifest_file = web / MANIFEST
     if manifest_file.exists():
         manifest = json.loads(manifest_file.read_text())
-        if manifest.get("spec") == asdict(spec) and manifest.get("generator") == GENERATOR_DIGEST:
+        if manifest.get("spec") == asdict(spec) and manifest.get("generator") == generator:
             return manifest
     if web.exists():
         shutil.rmtree(web)
+    return None
+
+
+def generate(spec: WebSpec, root: Path = DEFAULT_ROOT) -> dict:
+    """Writes the web under ``root`` (reused while spec and generator are unchanged); returns its manifest."""
+    web = web_dir(spec, root)
+    manifest = reusable(spec, web, GENERATOR_DIGEST)
+    if manifest is not None:
+        return manifest
     rng = random.Random(spec.seed)
     writer = _PageWriter(spec, rng)
     total_bytes = 0
@@ -205,10 +215,8 @@ def generate(spec: WebSpec, root: Path = DEFAULT_ROOT) -> dict:
             data = writer.html(host, index, fanout).encode()
             total_bytes += len(data)
             page_file(host_dir, index).write_bytes(data)
-    for (
-        host,
-        index,
-    ) in writer.private_pages:  # the disallowed area exists: a crawler ignoring robots gets 200s
+    # the disallowed area exists: a crawler ignoring robots gets 200s
+    for host, index in writer.private_pages:
         (web / f"h{host}" / PRIVATE_DIR.strip("/") / f"r{index:05d}.html").write_text("<p>private</p>\n")
     levels = bfs_levels(spec, writer.links)
     if len(levels) != spec.pages or max(levels.values()) > MAX_LEVEL:
@@ -223,7 +231,7 @@ def generate(spec: WebSpec, root: Path = DEFAULT_ROOT) -> dict:
         "bytes": total_bytes,
         "pages_per_level": dict(sorted(Counter(levels.values()).items())),
     }
-    manifest_file.write_text(json.dumps(manifest, indent=1))
+    (web / MANIFEST).write_text(json.dumps(manifest, indent=1))
     return manifest
 
 
