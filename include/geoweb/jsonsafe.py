@@ -10,10 +10,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from geoweb.errors import MalformedContent, UnsafeContent
+from geoweb.errors import HTTPStatusError, MalformedContent, UnsafeContent
 from geoweb.models import BBox
+
+if TYPE_CHECKING:
+    from geoweb.fetch.response import Response
 
 _JSON_OPENERS = (b"{", b"[")
 
@@ -42,6 +45,19 @@ def parse_json(data: bytes, *, max_bytes: int, invalid: type[MalformedContent] =
         raise UnsafeContent("JSON nested too deeply") from None
     except ValueError as exc:  # also JSONDecodeError and UnicodeDecodeError
         raise invalid(f"not JSON: {exc}") from None
+
+
+def response_object(response: Response, *, max_bytes: int, invalid: type[MalformedContent]) -> dict:
+    """The JSON object of a successful, whole response. Raises HTTPStatusError, MalformedContent for a body
+    cut at the size cap, what ``parse_json`` raises, and ``invalid`` for JSON that is no object."""
+    if not 200 <= response.status < 300:
+        raise HTTPStatusError(response.status, url=response.final_url)
+    if not response.complete:
+        raise MalformedContent("body incomplete (cut at the size cap)")
+    document = parse_json(response.body, max_bytes=max_bytes, invalid=invalid)
+    if not isinstance(document, dict):
+        raise invalid("the document is not a JSON object")
+    return document
 
 
 def text(obj: Any, key: str) -> str | None:

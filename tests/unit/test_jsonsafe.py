@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from geoweb.errors import MalformedContent, UnsafeContent
+from geoweb.errors import HTTPStatusError, MalformedContent, UnsafeContent
 from geoweb.jsonsafe import (
     links,
     lonlat_bbox,
@@ -14,10 +14,12 @@ from geoweb.jsonsafe import (
     number,
     objects,
     parse_json,
+    response_object,
     spatial_extent,
     text,
     texts,
 )
+from tests.data.files.make_fixtures import response
 
 CAP = 1_000_000
 
@@ -186,3 +188,25 @@ def test_spatial_extent_of_what_is_no_collection():
     assert spatial_extent(None) is None
     assert spatial_extent({"extent": [1, 2]}) is None
     assert spatial_extent(json.loads('{"extent": {"spatial": null}}')) is None
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "complete", "error", "message"),
+    [
+        (404, b'{"a": 1}', True, HTTPStatusError, "404"),
+        (200, b'{"a": 1', False, MalformedContent, "cut at the size cap"),
+        (200, b"[1, 2]", True, NotMine, "not a JSON object"),
+        (200, b"<html>", True, NotMine, "not JSON"),
+        (200, b"[" * 100_000, True, UnsafeContent, "nested too deeply"),
+    ],
+)
+def test_response_object_refuses_what_is_no_whole_json_object(status, body, complete, error, message):
+    answer = response("http://h/doc.json", body, status=status, complete=complete)
+    with pytest.raises(error, match=message):
+        response_object(answer, max_bytes=CAP, invalid=NotMine)
+
+
+def test_response_object_of_a_good_answer():
+    assert response_object(response("http://h/doc.json", b'{"a": 1}'), max_bytes=CAP, invalid=NotMine) == {
+        "a": 1
+    }

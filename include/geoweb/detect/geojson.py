@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 from geoweb.detect.base import DetectContext, Detector
-from geoweb.errors import GeowebError, HTTPStatusError, MalformedContent
+from geoweb.errors import GeowebError, MalformedContent
 from geoweb.fetch.response import Response
-from geoweb.jsonsafe import parse_json
+from geoweb.jsonsafe import response_object
 from geoweb.links.normalize import normalize_url
 from geoweb.models import BBox, Dataset, Resource, sha256
 
@@ -70,13 +70,7 @@ def _looks_like_geojson(body: bytes) -> bool:
 
 def geojson_resource(response: Response, max_bytes: int) -> Resource:
     """The GeoJSON resource a response proves; raises a GeowebError saying why not."""
-    if not 200 <= response.status < 300:
-        raise HTTPStatusError(response.status, url=response.final_url)
-    if not response.complete:
-        raise MalformedContent("body incomplete (cut at the size cap)")
-    document = parse_json(response.body, max_bytes=max_bytes, invalid=NotGeoJSON)
-    if not isinstance(document, dict):
-        raise NotGeoJSON("the document is not a JSON object")
+    document = response_object(response, max_bytes=max_bytes, invalid=NotGeoJSON)
     if _is_api_page(document):
         raise NotGeoJSON("a page of an API's items (OGC API, WFS 3, STAC search), not a file")
     geometries = list(_geometries(document))

@@ -22,7 +22,7 @@ from geoweb.detect.ogc.common import unique_by_name
 from geoweb.detect.ogcapi import collection_dataset  # a STAC collection is an OGC API collection
 from geoweb.errors import GeowebError, HTTPStatusError, MalformedContent
 from geoweb.fetch.response import Response
-from geoweb.jsonsafe import links, looks_like_json, objects, parse_json, text, texts
+from geoweb.jsonsafe import links, looks_like_json, objects, parse_json, response_object, text, texts
 from geoweb.links.normalize import normalize_url
 from geoweb.models import STAC_TYPES, Dataset, Resource, sha256, union_bbox
 
@@ -86,13 +86,7 @@ def canonical_url(url: str) -> str:
 
 def read_node(response: Response, max_bytes: int) -> Node:
     """The STAC document of a response; raises a GeowebError saying why it is none."""
-    if not 200 <= response.status < 300:
-        raise HTTPStatusError(response.status, url=response.final_url)
-    if not response.complete:
-        raise MalformedContent("body incomplete (cut at the size cap)")
-    document = parse_json(response.body, max_bytes=max_bytes, invalid=NotSTAC)
-    if not isinstance(document, dict):
-        raise NotSTAC("the document is not a JSON object")
+    document = response_object(response, max_bytes=max_bytes, invalid=NotSTAC)
     kind = document.get("type")
     if text(document, "stac_version") is None:
         if not any(text(c, "stac_version") for c in objects(document, "collections")):
