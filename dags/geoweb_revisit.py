@@ -44,10 +44,12 @@ def _params():
     policies = url_policies()
     try:
         params = RevisitParams.from_conf(get_current_context()["params"])
-        if policies:  # the Variable wins over GEOWEB_URL_POLICIES
-            URLPolicies.from_json(policies, f"Variable {POLICIES_VARIABLE}")
         settings = params.settings(Settings.from_env(**({"url_policies": policies} if policies else {})))
-        URLPolicies.from_setting(settings.url_policies)  # validated before any check
+        # validated before any check; the Variable wins over GEOWEB_URL_POLICIES, and is named in errors
+        if policies:
+            URLPolicies.from_json(policies, f"Variable {POLICIES_VARIABLE}")
+        else:
+            URLPolicies.from_setting(settings.url_policies)
     except (InvalidParams, InvalidPolicy) as exc:
         raise AirflowFailException(str(exc)) from None
     return params, settings
