@@ -200,6 +200,7 @@ def test_hostile_titles_come_back_as_data_never_as_markup(get, geohub_dsn):
         ({"type": ["T"] * 21}, "20 types"),
         ({"concept": "no_such_concept"}, "no concept"),
         ({"concept": "x" * 251}, "concept"),
+        ({"answering": "maybe"}, "answering"),
     ],
 )
 def test_bad_parameters_are_refused_with_the_reason(get, params, message):
