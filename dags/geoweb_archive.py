@@ -8,18 +8,20 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from airflow.sdk import Param, dag, get_current_context, task
+from airflow.sdk import dag, get_current_context, task
 
-from geoweb_airflow import connector_config, harvest_store
+from geoweb.harvest.params import ArchiveParams
+from geoweb_airflow import connector_config, form_params, harvest_store
 
 ARCHIVES_VARIABLE = "geoweb_archives"  # a JSON list of the adapters to run on scheduled runs
-ADAPTERS = ["nspo", "stac"]
 
 DOC = f"""
 ### Load new satellite scenes
 
 `archives` names the archives to read: the run's `archives`, else the Airflow Variable `{ARCHIVES_VARIABLE}`
-(a JSON list such as `["nspo", "stac"]`); with none, nothing runs. `harvest` runs once per archive: the
+(a JSON list such as `["nspo", "stac"]`); with none, the run does nothing and its log names the Variable.
+From the form: choose the archives (or leave them empty for the Variable's), press Trigger. The run's
+**GeoWeb report** tab shows each archive's counts. `harvest` runs once per archive: the
 scenes acquired since the archive's watermark (scene id, satellite, sensor, acquisition time, footprint,
 cloud cover, quick-look URL) go into `archive_scenes`, committed page by page and keyed by (archive, scene
 id), so a repeated or resumed run changes nothing. The watermark moves only when a harvest ends well.
@@ -31,13 +33,32 @@ page and the reason (kept in `catalogue_sources` too); each task returns its cou
 """
 
 
+def _params() -> ArchiveParams:
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from geoweb.params import InvalidParams
+
+    try:
+        return ArchiveParams.from_conf(get_current_context()["params"])
+    except InvalidParams as exc:  # retrying mends no conf
+        raise AirflowFailException(str(exc)) from None
+
+
 @task
 def archives() -> list[str]:
     """The archives of this run: its param, else the Variable."""
+    import logging
+
     from airflow.sdk import Variable
 
-    chosen = get_current_context()["params"]["archives"]
-    return chosen or Variable.get(ARCHIVES_VARIABLE, default=[], deserialize_json=True)
+    chosen = list(_params().archives) or Variable.get(ARCHIVES_VARIABLE, default=[], deserialize_json=True)
+    if not chosen:
+        logging.getLogger("geoweb.dags").warning(
+            "no archive to read: choose archives in the trigger form, or set the Airflow Variable %s (a JSON "
+            'list such as ["nspo", "stac"]) for scheduled runs; this run does nothing',
+            ARCHIVES_VARIABLE,
+        )
+    return chosen
 
 
 @task(map_index_template="{{ archive }}")
@@ -50,7 +71,7 @@ def harvest(name: str) -> dict:
 
     context = get_current_context()
     context["archive"] = name  # names the mapped task in the UI
-    bbox = context["params"]["bbox"]
+    bbox = _params().bbox
     try:
         adapter = load_connector(name, connector_config(name))
     except ConfigError as exc:  # retrying mends no setting
@@ -71,18 +92,8 @@ def harvest(name: str) -> dict:
     tags=["geoweb", "archive", "satellite"],
     doc_md=DOC,
     default_args={"retries": 2, "retry_delay": timedelta(minutes=5)},
-    params={
-        "archives": Param(
-            [], type="array", items={"type": "string", "enum": ADAPTERS}, uniqueItems=True,
-            description=f"Archives to read ({', '.join(ADAPTERS)}). When empty, the Variable "
-            f"{ARCHIVES_VARIABLE} names them.",
-        ),
-        "bbox": Param(
-            None, type=["null", "array"], items={"type": "number"}, minItems=4, maxItems=4,
-            description="Only scenes in this WGS84 box: [west, south, east, north]. Empty: everywhere.",
-        ),
-    },
-)  # fmt: skip
+    params=form_params(ArchiveParams),
+)
 def geoweb_archive():
     harvest.expand(name=archives())
 

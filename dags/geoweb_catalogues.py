@@ -8,23 +8,29 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from airflow.sdk import Param, TriggerRule, dag, get_current_context, task
+from airflow.sdk import TriggerRule, dag, get_current_context, task
 
-from geoweb.harvest.params import param_specs
-from geoweb_airflow import harvest_store
+from geoweb.harvest.params import CatalogueParams
+from geoweb_airflow import (
+    CRAWL_POOL,
+    SHARD_LABEL,
+    crawl_shard,
+    form_params,
+    harvest_store,
+    with_allowed_hosts,
+)
 
-CRAWL_POOL = "geoweb_crawl"
 CATALOGUES_VARIABLE = "geoweb_csw_catalogues"  # a JSON list of CSW endpoints to harvest besides those found
-# the crawl's params that shape the validation crawl of the records' links
-CRAWL_PARAMS = ("types", "allowed_hosts", "shards", "concurrency", "per_host_concurrency", "per_host_delay")
-_URL = {"type": "string", "pattern": r"^[Hh][Tt][Tt][Pp][Ss]?://[^\s/?#]+\S*$", "maxLength": 2048}
 
 DOC = f"""
 ### Harvest the CSW catalogues
 
 `catalogues` lists what to harvest: the run's `catalogues`, the Airflow Variable `{CATALOGUES_VARIABLE}` (a
 JSON list of endpoints, else the environment's `GEOWEB_CSW_CATALOGUES`, separated by commas) and every CSW
-the crawl has loaded into `resources`. `harvest` runs once per catalogue: GetRecords page by page (Dublin Core
+the crawl has loaded into `resources`; with none of them the run does nothing and its log says which Variable
+to set. `allowed_hosts` left empty takes the Variable `geoweb_allowed_hosts`. From the form, every field has
+its default: press Trigger. The run's **GeoWeb report** tab shows each catalogue's counts and the validation
+crawl's report. `harvest` runs once per catalogue: GetRecords page by page (Dublin Core
 or ISO 19139), each page committed to `catalogue_records` as it arrives, with footprints in PostGIS. Harvests
 are incremental from each catalogue's watermark (its newest modification date) and full every
 `full_every_days`; only a complete full harvest withdraws the records a catalogue no longer has, and a failed
@@ -47,6 +53,18 @@ def _crawl_run_id(dag_run) -> str:
     return f"{CRAWL_RUN_PREFIX}{dag_run.run_id}"
 
 
+def _params() -> CatalogueParams:
+    """The run's params (empty fields: their defaults; no allowed hosts: the Variable's)."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from geoweb.params import InvalidParams
+
+    try:
+        return CatalogueParams.from_conf(with_allowed_hosts(dict(get_current_context()["params"])))
+    except InvalidParams as exc:  # retrying mends no conf
+        raise AirflowFailException(str(exc)) from None
+
+
 def _crawl_run() -> tuple[str, object]:
     """(run id, HarvestParams) of this DAG run's validation crawl, as start_crawl began it."""
     from geoweb.harvest.params import HarvestParams
@@ -59,6 +77,7 @@ def _crawl_run() -> tuple[str, object]:
 @task
 def catalogues() -> list[str]:
     """The endpoints to harvest: configured ones and every CSW the crawl has found."""
+    import logging
     import os
 
     from airflow.sdk import Variable
@@ -68,7 +87,14 @@ def catalogues() -> list[str]:
         configured = [u for u in os.environ.get("GEOWEB_CSW_CATALOGUES", "").split(",") if u.strip()]
     with harvest_store() as store:
         store.migrate()
-        return store.csw_urls([*configured, *get_current_context()["params"]["catalogues"]])
+        urls = store.csw_urls([*configured, *_params().catalogues])
+    if not urls:
+        logging.getLogger("geoweb.dags").warning(
+            "no catalogue to harvest: set the Airflow Variable %s (a JSON list of CSW endpoints), or crawl "
+            "the web for CSWs with geoweb_crawl; this run does nothing",
+            CATALOGUES_VARIABLE,
+        )
+    return urls
 
 
 @task(map_index_template="{{ catalogue }}")
@@ -81,16 +107,16 @@ def harvest(url: str) -> dict:
 
     context = get_current_context()
     context["catalogue"] = url  # names the mapped task in the UI
-    params = context["params"]
-    config = {"url": url, "schema": params["schema"], "page_size": params["page_size"],
-              "timeout": params["timeout"], "allowed_hosts": params["allowed_hosts"]}  # fmt: skip
+    params = _params()
+    config = {"url": url, "schema": params.schema, "page_size": params.page_size, "timeout": params.timeout,
+              "allowed_hosts": list(params.allowed_hosts)}  # fmt: skip
     try:
         connector = CSWConnector(config)
     except ConfigError as exc:  # retrying mends no setting
         raise AirflowFailException(str(exc)) from None
     with harvest_store() as store:
         return harvest_catalogue(
-            store, connector, full=params["full"], full_every=timedelta(days=params["full_every_days"])
+            store, connector, full=params.full, full_every=timedelta(days=params.full_every_days)
         )
 
 
@@ -99,11 +125,10 @@ def start_crawl() -> int:
     """Start the validation crawl of the records' service and file links; 0 (nothing to crawl) skips it."""
     from geoweb.connectors.csw import start_catalogue_crawl
 
-    context = get_current_context()
-    run_id = _crawl_run_id(context["dag_run"])
-    conf = {key: context["params"][key] for key in CRAWL_PARAMS}
+    params = _params()
+    run_id = _crawl_run_id(get_current_context()["dag_run"])
     with harvest_store() as store:
-        return start_catalogue_crawl(store, run_id, conf, everything=context["params"]["full"])
+        return start_catalogue_crawl(store, run_id, params.crawl_conf(), everything=params.full)
 
 
 @task
@@ -116,14 +141,12 @@ def plan() -> list[int]:
         return run.plan_level(store, run_id, 0, params)
 
 
-@task(pool=CRAWL_POOL)
+@task(pool=CRAWL_POOL, map_index_template=SHARD_LABEL)
 def crawl(shard: int) -> dict:
     """Fetch and validate one shard of the records' links; what they are is loaded into resources."""
-    from geoweb.harvest import run
-
     run_id, params = _crawl_run()
     with harvest_store() as store:
-        return run.crawl_shard(store, run_id, 0, shard, params)
+        return crawl_shard(store, run_id, 0, shard, params)
 
 
 @task(trigger_rule=TriggerRule.NONE_FAILED)
@@ -156,43 +179,8 @@ def _mark_failed(context) -> None:
     doc_md=DOC,
     default_args={"retries": 2, "retry_delay": timedelta(minutes=2)},
     on_failure_callback=_mark_failed,
-    params={
-        "catalogues": Param(
-            [], type="array", items=_URL, uniqueItems=True,
-            description=f"CSW endpoints to harvest in this run, besides the Variable {CATALOGUES_VARIABLE} and "
-            "every CSW the crawl has found.",
-        ),
-        "schema": Param(
-            "dc", enum=["dc", "iso"],
-            description="Records as Dublin Core (csw:Record, every catalogue has it) or ISO 19139 "
-            "(gmd:MD_Metadata: richer links and protocols).",
-        ),
-        "page_size": Param(
-            100, type="integer", minimum=1, maximum=10_000,
-            description="Records per GetRecords request. Catalogues' own defaults (10) make harvests crawl.",
-        ),
-        "timeout": Param(
-            120, type="number", minimum=1, maximum=3600,
-            description="Seconds one page may take: large catalogues are slow, and short timeouts fail them.",
-        ),
-        "full": Param(
-            False, type="boolean",
-            description="Harvest every catalogue in full, withdrawing the records it no longer has, instead "
-            "of incrementally from its watermark; and validate every record's links again, not only those of "
-            "records changed since they were last validated.",
-        ),
-        "full_every_days": Param(
-            7, type="integer", minimum=1, maximum=365,
-            description="A catalogue whose last complete full harvest is older than this many days is "
-            "harvested in full (incremental harvests cannot see deleted records).",
-        ),
-        **{
-            name: Param(default, description=f"Validation crawl: {description}", **schema)
-            for name, default, description, schema in param_specs()
-            if name in CRAWL_PARAMS
-        },
-    },
-)  # fmt: skip
+    params=form_params(CatalogueParams),
+)
 def geoweb_catalogues():
     started = start_crawl()
     harvest.expand(url=catalogues()) >> started

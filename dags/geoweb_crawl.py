@@ -5,17 +5,30 @@ Wiring only: the steps live in ``geoweb.harvest.run`` and the parameters in ``ge
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime, timedelta
 
-from airflow.sdk import Param, TriggerRule, dag, get_current_context, task
+from airflow.sdk import TriggerRule, dag, get_current_context, task
 
-from geoweb.harvest.params import MAX_LEVEL, param_specs
-from geoweb_airflow import POLICIES_VARIABLE, connector_config, harvest_store, url_policies
+from geoweb.harvest.params import MAX_LEVEL, HarvestParams
+from geoweb_airflow import (
+    ALLOWED_HOSTS_VARIABLE,
+    CRAWL_POOL,
+    POLICIES_VARIABLE,
+    SHARD_LABEL,
+    connector_config,
+    crawl_shard,
+    form_params,
+    harvest_store,
+    url_policies,
+    with_allowed_hosts,
+)
 
-CRAWL_POOL = "geoweb_crawl"
 # JSON lists of seed URLs and of search providers for runs whose conf names neither (scheduled runs)
 SEEDS_VARIABLE = "geoweb_seeds"
 PROVIDERS_VARIABLE = "geoweb_search_providers"
+
+log = logging.getLogger("geoweb.dags")
 
 DOC = f"""
 ### Crawl the web for geospatial resources
@@ -26,12 +39,19 @@ delay and concurrency), OGC services, KML and shapefiles are recognised and vali
 loaded into PostGIS page by page. `finish_run` logs the per-level table (URLs, resources, discovery ratio)
 and stores a PNG plot of it with the run.
 
+**From the form**: give the seed pages (and, for a web on a local network, its hosts under `allowed_hosts`),
+press Trigger; every other field has its default. The run's page then has a **GeoWeb report** tab: the
+per-level table, the plot, resources per type and links into GeoHub. Each crawl task is labelled with its
+shard and hosts, and its log lists every resource it finds.
+
 A failed run resumes: clear its failed tasks and only the URLs not yet done are crawled. The same keys work
 as run conf from the CLI (`airflow dags trigger geoweb_crawl --conf '{{"seeds": ["https://..."]}}'`) and
 the REST API. Levels beyond `max_level` (at most {MAX_LEVEL}) are skipped. A run that names neither `seeds`
 nor `search_providers` (a scheduled run) takes them from the Airflow Variables `{SEEDS_VARIABLE}` (a JSON list
-of URLs) and `{PROVIDERS_VARIABLE}` (a JSON list of provider names); with neither, `start_run` fails. A bad
-conf fails `start_run` at once, naming the key. The params a run began with are stored with it
+of URLs) and `{PROVIDERS_VARIABLE}` (a JSON list of provider names); with neither set, a scheduled run does
+nothing (its tasks are skipped) and `start_run` logs which Variable to set, while a run triggered by hand
+fails, naming the fields to fill. `allowed_hosts` left empty takes the Variable `{ALLOWED_HOSTS_VARIABLE}`. A
+bad conf fails `start_run` at once, naming the key. The params a run began with are stored with it
 (`crawl_runs.params`) and every later task works with them. URL-pattern policies (skip or fetch
 by regular expression) come from `url_policies`, else the Variable `{POLICIES_VARIABLE}`, else
 `GEOWEB_URL_POLICIES`.
@@ -49,18 +69,27 @@ an earlier try finished, so no quota is spent twice.
 def _begin():
     """(run_id, params) of a new run from its conf, with the Variables' defaults: a run that names neither
     seeds nor search providers (a scheduled run) takes both from SEEDS_VARIABLE and PROVIDERS_VARIABLE, and
-    a run without url_policies those of POLICIES_VARIABLE. A bad conf fails the task at once: retrying
-    cannot mend it."""
+    a run without url_policies those of POLICIES_VARIABLE. None when a scheduled run has nothing to crawl. A
+    bad conf fails the task at once: retrying cannot mend it."""
     from airflow.sdk import Variable
     from airflow.sdk.exceptions import AirflowFailException
 
-    from geoweb.harvest.params import HarvestParams, InvalidParams
+    from geoweb.harvest.params import InvalidParams
 
     context = get_current_context()
-    conf = dict(context["params"])
+    conf = with_allowed_hosts(dict(context["params"]))
     if not conf.get("seeds") and not conf.get("search_providers"):
         conf["seeds"] = Variable.get(SEEDS_VARIABLE, default=[], deserialize_json=True)
         conf["search_providers"] = Variable.get(PROVIDERS_VARIABLE, default=[], deserialize_json=True)
+    if not conf["seeds"] and not conf["search_providers"]:
+        if context["dag_run"].run_type == "manual":
+            raise AirflowFailException(
+                "nothing to crawl: give seeds (or search_providers) in the trigger form or the run's conf"
+            )
+        log.warning("nothing to crawl: set the Airflow Variable %s (a JSON list of seed URLs) or %s (a JSON "
+                    "list of search providers) for scheduled runs; this run does nothing", SEEDS_VARIABLE,
+                    PROVIDERS_VARIABLE)  # fmt: skip
+        return None
     if not conf.get("url_policies"):
         conf["url_policies"] = url_policies()
     try:
@@ -72,20 +101,21 @@ def _begin():
 def _run(store):
     """(run_id, params) of the running task: the params start_run began the run with, stored with it, so
     every task of a run works with the same ones whatever the Variables say meanwhile."""
-    from geoweb.harvest.params import HarvestParams
-
     run_id = get_current_context()["dag_run"].run_id
     return run_id, HarvestParams.from_conf(store.run_conf(run_id))
 
 
-@task
-def start_run() -> int:
+@task.short_circuit  # nothing to crawl: every later task is skipped
+def start_run() -> dict | None:
     """Begin (or resume) the run and add its seeds at level 0."""
     from geoweb.harvest import run
 
-    run_id, params = _begin()
+    begun = _begin()
+    if begun is None:
+        return None
+    run_id, params = begun
     with harvest_store() as store:
-        return run.start_run(store, run_id, params)
+        return {"seeds": len(params.seeds), "new": run.start_run(store, run_id, params)}
 
 
 @task
@@ -114,14 +144,12 @@ def plan_level(level: int) -> list[int]:
         return run.plan_level(store, run_id, level, params)
 
 
-@task(pool=CRAWL_POOL)
+@task(pool=CRAWL_POOL, map_index_template=SHARD_LABEL)
 def crawl_level(level: int, shard: int) -> dict:
     """Crawl one shard of the level: its pages, resources and links are committed in batches."""
-    from geoweb.harvest import run
-
     with harvest_store() as store:
         run_id, params = _run(store)
-        return run.crawl_shard(store, run_id, level, shard, params)
+        return crawl_shard(store, run_id, level, shard, params)
 
 
 @task(trigger_rule=TriggerRule.NONE_FAILED)
@@ -150,10 +178,7 @@ def _mark_failed(context) -> None:
     doc_md=DOC,
     default_args={"retries": 2, "retry_delay": timedelta(seconds=30)},
     on_failure_callback=_mark_failed,
-    params={
-        name: Param(default, description=description, **schema)
-        for name, default, description, schema in param_specs()
-    },
+    params=form_params(HarvestParams),
 )
 def geoweb_crawl():
     done = start_run() >> seed_search()

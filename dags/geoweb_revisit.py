@@ -7,12 +7,17 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from airflow.sdk import Param, TriggerRule, dag, get_current_context, task
+from airflow.sdk import TriggerRule, dag, get_current_context, task
 
-from geoweb.revisit.params import param_specs
-from geoweb_airflow import POLICIES_VARIABLE, harvest_store, url_policies
-
-CRAWL_POOL = "geoweb_crawl"
+from geoweb.revisit.params import RevisitParams
+from geoweb_airflow import (
+    CRAWL_POOL,
+    POLICIES_VARIABLE,
+    form_params,
+    harvest_store,
+    url_policies,
+    with_allowed_hosts,
+)
 
 DOC = f"""
 ### Re-check known services and files
@@ -38,12 +43,11 @@ def _params():
 
     from geoweb.params import InvalidParams
     from geoweb.policy import InvalidPolicy, URLPolicies
-    from geoweb.revisit.params import RevisitParams
     from geoweb.settings import Settings
 
     policies = url_policies()
     try:
-        params = RevisitParams.from_conf(get_current_context()["params"])
+        params = RevisitParams.from_conf(with_allowed_hosts(dict(get_current_context()["params"])))
         settings = params.settings(Settings.from_env(**({"url_policies": policies} if policies else {})))
         # validated before any check; the Variable wins over GEOWEB_URL_POLICIES, and is named in errors
         if policies:
@@ -92,10 +96,7 @@ def summarize(summaries: list[dict]) -> dict:
     tags=["geoweb", "revisit"],
     doc_md=DOC,
     default_args={"retries": 2, "retry_delay": timedelta(seconds=30)},
-    params={
-        name: Param(default, description=description, **schema)
-        for name, default, description, schema in param_specs()
-    },
+    params=form_params(RevisitParams),
 )
 def geoweb_revisit():
     summarize(check.expand(ids=plan()))

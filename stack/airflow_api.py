@@ -43,7 +43,7 @@ def admin_password() -> str:
 class AirflowClient:
     """Calls /api/v2 with a bearer token, fetched on first use and again when it expires."""
 
-    def __init__(self, base_url: str, username: str, password: str, timeout: float = 10.0):
+    def __init__(self, base_url: str, username: str, password: str, timeout: float = 30.0):
         self.base_url = base_url.rstrip("/")
         self._credentials = {"username": username, "password": password}
         self.timeout = timeout
@@ -139,15 +139,38 @@ class AirflowClient:
             if not page[key] or offset >= page["total_entries"]:
                 return
 
-    def ensure_pool(self, name: str, slots: int, description: str) -> None:
-        """Creates the pool, or sets its slots and description when it exists."""
-        body = {"name": name, "slots": slots, "description": description, "include_deferred": False}
+    def runs(self, dag_id: str) -> list[dict]:
+        """Every run of the DAG, oldest first, with its ``run_type`` (manual, scheduled, backfill...)."""
+        return list(self._pages(f"/dags/{dag_id}/dagRuns?order_by=run_after", "dag_runs"))
+
+    def set_variable(self, key: str, value: Any, description: str = "") -> None:
+        """Creates or replaces the Variable ``key`` with the JSON of ``value``."""
+        self._put("/variables", key, {"key": key, "value": json.dumps(value), "description": description})
+
+    def delete_variable(self, key: str) -> None:
+        """Deletes the Variable ``key``, if it exists."""
         try:
-            self.request("PATCH", f"/pools/{name}", json=body)
+            self.request("DELETE", f"/variables/{key}")
         except AirflowError as exc:
             if exc.status != 404:
                 raise
-            self.request("POST", "/pools", json=body)
+
+    def ensure_pool(self, name: str, slots: int, description: str) -> None:
+        """Creates the pool, or sets its slots and description when it exists."""
+        self._put(
+            "/pools",
+            name,
+            {"name": name, "slots": slots, "description": description, "include_deferred": False},
+        )
+
+    def _put(self, collection: str, name: str, body: dict) -> None:
+        """Replaces the collection's entry ``name`` with ``body``, creating it when there is none."""
+        try:
+            self.request("PATCH", f"{collection}/{name}", json=body)
+        except AirflowError as exc:
+            if exc.status != 404:
+                raise
+            self.request("POST", collection, json=body)
 
 
 def _detail(response: requests.Response) -> str:

@@ -10,6 +10,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from urllib.parse import quote
 
 from geoweb.crawl import CrawlReport
 from geoweb.harvest.run import level_table
@@ -17,16 +18,34 @@ from geoweb.store import Store
 from stack.airflow import MAIN_DAG
 from stack.airflow_api import ADMIN, AirflowClient, AirflowError, admin_password
 from stack.layout import API_URL, GEOWEB_DB, REPO
+from testweb import catalogue
 
 MANIFEST = REPO / "var" / "testweb" / "manifest.json"
 OUT = REPO / "var" / "demo"
 RUN_TIMEOUT = 900.0
 SHOWN = 50  # resources listed; all of them are in resources.jsonl
+REPORT_ROUTE = "geoweb_report"  # the url_route of the plugin's dag_run view (plugins/geohub_plugin.py)
 
 
 def crawl_conf(manifest: dict) -> dict:
     """The run's conf: the test web's seeds, its loopback hosts allowed, five levels deep."""
     return {"seeds": manifest["seeds"], "allowed_hosts": ["127.0.0.1"], "max_level": 5}
+
+
+def schedule_variables(manifest: dict) -> dict[str, list[str]]:
+    """The Airflow Variables that make the scheduled runs harvest the test web: the weekly crawl its seeds,
+    the daily catalogue harvest its pycsw, both on its loopback hosts."""
+    return {
+        "geoweb_seeds": manifest["seeds"],
+        "geoweb_allowed_hosts": ["127.0.0.1"],
+        "geoweb_csw_catalogues": [catalogue.URL],
+    }
+
+
+def set_schedule_variables(client: AirflowClient, manifest: dict) -> None:
+    for key, value in schedule_variables(manifest).items():
+        client.set_variable(key, value, "set by make demo: scheduled runs harvest the local GeoWeb")
+        print(f"Variable {key} = {json.dumps(value)}")
 
 
 def run_crawl(client: AirflowClient, conf: dict, timeout: float = RUN_TIMEOUT) -> tuple[str, str]:
@@ -60,10 +79,17 @@ def show_run(store: Store, run_id: str, out: Path) -> None:
     print(f"\nResources: {out / 'resources.jsonl'}" + (f", plot: {out / 'levels.png'}" if png else ""))
 
 
+def report_url(dag_id: str, run_id: str) -> str:
+    """The GeoWeb report tab of a DAG run's page in the Airflow UI."""
+    return f"{API_URL}/dags/{dag_id}/runs/{quote(run_id, safe='')}/plugin/{REPORT_ROUTE}"
+
+
 def where_to_look() -> None:
     print(f"""
 Where to look (everything keeps running):
   Airflow UI   {API_URL}   login {ADMIN} / {admin_password()}
+               trigger a harvest: DAG geoweb_crawl, Trigger, fill Seeds (and Allowed Hosts), Trigger
+               geoweb_catalogues harvests the local pycsw daily once unpaused (Variables set above)
   GeoHub       {API_URL}/geohub   (search what was found; also in the UI's navigation)
   PostGIS      psql {GEOWEB_DB}   (tables resources, datasets, crawl_runs, crawl_levels)
   logs         var/stack/logs (services), var/stack/airflow/logs (tasks), var/testweb/logs (test web)
@@ -76,8 +102,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.monotonic()
     client = AirflowClient.from_environment()
+    manifest = json.loads(MANIFEST.read_text())
     try:
-        run_id, state = run_crawl(client, crawl_conf(json.loads(MANIFEST.read_text())))
+        set_schedule_variables(client, manifest)
+        run_id, state = run_crawl(client, crawl_conf(manifest))
     except AirflowError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -93,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     with Store(GEOWEB_DB) as store:
         show_run(store, run_id, args.out)
+    print(f"\nThe run's report in the UI (its tab GeoWeb report): {report_url(MAIN_DAG, run_id)}")
     where_to_look()
     return 0
 

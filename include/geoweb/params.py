@@ -9,7 +9,7 @@ conf and the library agree on every key. The crawl's params (``geoweb.harvest.pa
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import field, fields
 from typing import Any
 
@@ -30,8 +30,18 @@ class InvalidParams(ValueError):
     """Raised for a conf that does not validate; the message names the key."""
 
 
-def param(default: Any, description: str, **schema: Any) -> Any:
-    """A dataclass field holding its JSON schema and trigger-form description as metadata."""
+def param(
+    default: Any, description: str, *, section: str | None = None, optional: bool = False, **schema: Any
+) -> Any:
+    """A dataclass field holding its JSON schema and trigger-form description as metadata.
+
+    ``section`` groups the field in the trigger form (its collapsed sections; none: the form's first,
+    open one). An ``optional`` field also takes null, which means its default: the form marks every field
+    whose type excludes null as required, and sends null for a field left empty."""
+    if optional:
+        schema["type"] = ["null", schema["type"]]
+    if section:
+        schema["section"] = section  # Airflow's form reads it from the schema; JSON Schema ignores it
     return field(default=default, metadata={"description": description, "schema": schema})
 
 
@@ -40,22 +50,34 @@ def list_of(items: dict[str, Any], **schema: Any) -> dict[str, Any]:
     return {"type": "array", "items": items, "uniqueItems": True, **schema}
 
 
-def allowed_hosts_param() -> Any:
+def choices_of(values: Iterable[str], **schema: Any) -> dict[str, Any]:
+    """The schema of a JSON array of distinct ``values`` among known ones: a multi-select in the form, which
+    offers the array's ``examples``."""
+    values = list(values)
+    return list_of({"type": "string", "enum": values}, examples=values, **schema)
+
+
+def allowed_hosts_param(section: str | None = None) -> Any:
     """The hosts a run may reach on private addresses: the same param in every DAG that fetches."""
     return param(
         (),
-        "Hosts (host or host:port) that may resolve to private or loopback addresses; every other such "
-        "address is refused. For tests and demos on a local network.",
+        "Hosts (host or host:port) that may resolve to private or loopback addresses, one per line; every "
+        "other such address is refused. Needed for a web on a local network (the demo's: 127.0.0.1). Empty: "
+        "the Airflow Variable geoweb_allowed_hosts (a JSON list), else none.",
+        section=section,
+        optional=True,
         **list_of(HOST_PORT, maxItems=1_000),
     )
 
 
-def per_host_delay_param() -> Any:
+def per_host_delay_param(section: str | None = None) -> Any:
     """The politeness delay: the same param in every DAG that fetches."""
     defaults = Settings()
     return param(
         defaults.per_host_delay,
-        "Seconds between two requests to one host (politeness); a larger robots.txt Crawl-delay wins.",
+        f"Seconds between two requests to one host (politeness; default {defaults.per_host_delay}); a larger "
+        "robots.txt Crawl-delay wins.",
+        section=section,
         type="number",
         minimum=0,
         maximum=defaults.max_crawl_delay,
@@ -65,7 +87,8 @@ def per_host_delay_param() -> Any:
 def param_specs(cls: type) -> Iterator[tuple[str, Any, str, dict[str, Any]]]:
     """(name, JSON default, description, JSON schema) of every parameter of ``cls``, in declaration order."""
     for f in fields(cls):
-        yield f.name, _json(f.default, f.metadata["schema"]), f.metadata["description"], f.metadata["schema"]
+        schema = {"title": f.name.replace("_", " ").capitalize(), **f.metadata["schema"]}  # the form's label
+        yield f.name, _json(f.default, schema), f.metadata["description"], schema
 
 
 def values_from_conf(cls: type, conf: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -77,13 +100,15 @@ def values_from_conf(cls: type, conf: Mapping[str, Any] | None) -> dict[str, Any
         raise InvalidParams(f"unknown param(s) {', '.join(unknown)}; known: {', '.join(names)}")
     values = {}
     for name, default, _, schema in param_specs(cls):
-        value = conf.get(name, default)
+        value = conf.get(name)
+        if value is None:  # absent, or left empty in the form
+            value = default
         error = best_match(Draft202012Validator(schema).iter_errors(value))
         if error is not None:
             raise InvalidParams(_message(name, error))
         if isinstance(value, float) and math.isnan(value):  # passes every JSON Schema bound
             raise InvalidParams(f"param {name}: NaN is not a number")
-        if schema["type"] == "integer":
+        if value_type(schema) == "integer":
             value = int(value)  # JSON Schema counts 5.0 as an integer
         values[name] = _frozen(value)
     return values
@@ -99,6 +124,8 @@ def _message(name: str, error: ValidationError) -> str:
     what = error.message
     if error.validator == "pattern" and "description" in error.schema:
         what = f"{error.instance!r} is not {error.schema['description']}"
+    elif error.validator == "type" and isinstance(error.validator_value, list):  # null stands for empty
+        what = f"{error.instance!r} is not of type {value_type(error.schema)!r}"
     return f"param {name}{where}: {what}"
 
 
@@ -109,7 +136,13 @@ def _frozen(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
+def value_type(schema: dict[str, Any]) -> str:
+    """The JSON type of a param's values: the one of its types that is not null."""
+    types = schema["type"]
+    return types if isinstance(types, str) else next(t for t in types if t != "null")
+
+
 def _json(value: Any, schema: dict[str, Any]) -> Any:
-    if schema["type"] == "object":
+    if value_type(schema) == "object" and value is not None:
         return {k: list(v) for k, v in value}
     return list(value) if isinstance(value, tuple) else value

@@ -7,6 +7,32 @@ from __future__ import annotations
 STORE_CONNECTION = "geoweb_db"  # the PostGIS database of harvest results
 CONNECTOR_CONNECTION = "geoweb_{name}"  # a connector's settings: extra (url, page_size...) and password (key)
 POLICIES_VARIABLE = "geoweb_url_policies"  # URL-pattern policies, a JSON list (docs/revisits.md)
+ALLOWED_HOSTS_VARIABLE = "geoweb_allowed_hosts"  # hosts on private addresses every DAG may fetch, a JSON list
+CRAWL_POOL = "geoweb_crawl"  # the Celery slots of every task that fetches from the web
+SHARD_LABEL = "{{ shard_label }}"  # a mapped crawl task's map_index_template: set by crawl_shard
+
+
+def form_params(params_class: type) -> dict:
+    """The trigger form's Params of a params dataclass (``geoweb.params``): defaults, descriptions, schemas
+    and sections from its fields."""
+    from airflow.sdk import Param
+
+    from geoweb.params import param_specs
+
+    return {
+        name: Param(default, description=description, **schema)
+        for name, default, description, schema in param_specs(params_class)
+    }
+
+
+def with_allowed_hosts(conf: dict) -> dict:
+    """``conf`` with the hosts of the Variable geoweb_allowed_hosts when it names none itself (a scheduled run's
+    params name none)."""
+    from airflow.sdk import Variable
+
+    if conf.get("allowed_hosts"):
+        return conf
+    return {**conf, "allowed_hosts": Variable.get(ALLOWED_HOSTS_VARIABLE, default=[], deserialize_json=True)}
 
 
 def harvest_store():
@@ -44,3 +70,24 @@ def url_policies() -> str:
     from airflow.sdk import Variable
 
     return Variable.get(POLICIES_VARIABLE, default="") or ""
+
+
+def crawl_shard(store, run_id: str, level: int, shard: int, params) -> dict:
+    """Crawl one shard of a level (``geoweb.harvest.run.crawl_shard``) in a mapped task, naming the task in the
+    UI by its shard and, once known, its hosts (the task's map_index_template is SHARD_LABEL)."""
+    from airflow.sdk import get_current_context
+
+    from geoweb.harvest import run
+
+    context = get_current_context()
+    context["shard_label"] = f"shard {shard}"  # the name if the crawl fails before its hosts are known
+    summary = run.crawl_shard(store, run_id, level, shard, params)
+    context["shard_label"] = shard_label(shard, summary.get("hosts", []))
+    return summary
+
+
+def shard_label(shard: int, hosts: list[str]) -> str:
+    """A mapped crawl task's name: its shard and hosts (the first few of many)."""
+    names = [h.split("://", 1)[-1] for h in hosts]
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return f"shard {shard}: {shown}" if names else f"shard {shard}: nothing pending"

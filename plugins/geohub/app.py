@@ -17,11 +17,12 @@ from typing import Annotated
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, status
 from fastapi import Path as PathParam
 from fastapi.exception_handlers import http_exception_handler
-from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from geohub.access import geohub_user, login_url
 from geohub.harvest_db import database
+from geohub.reports import render, run_report
 from geoweb.search import (
     ConceptCount,
     InvalidSearch,
@@ -38,6 +39,7 @@ from geoweb.search import (
     type_counts,
 )
 from geoweb.search.query import DEFAULT_LIMIT, MAX_LIMIT, MAX_NAME, MAX_OFFSET, MAX_TEXT
+from geoweb.search.reports import crawl_run_plot
 
 log = logging.getLogger("geoweb.geohub")
 
@@ -69,6 +71,7 @@ MAX_ID = 2**63 - 1  # resource ids are bigint
 CONCEPT_COUNTS_SECONDS = 300.0
 
 User = Annotated[object, Depends(geohub_user)]
+RunId = Annotated[str, PathParam(max_length=MAX_NAME)]  # a DAG's or a DAG run's id
 
 
 def _static_files() -> dict[str, Path]:
@@ -104,7 +107,10 @@ def create_app() -> FastAPI:
     @app.exception_handler(StarletteHTTPException)
     async def login_first(request: Request, exc: StarletteHTTPException) -> Response:
         """A browser opening the page without a login goes to Airflow's login page and comes back."""
-        if exc.status_code == status.HTTP_401_UNAUTHORIZED and request.scope.get("endpoint") is page:
+        if exc.status_code == status.HTTP_401_UNAUTHORIZED and request.scope.get("endpoint") in (
+            page,
+            report_page,
+        ):
             return RedirectResponse(login_url(request.url.path), status.HTTP_303_SEE_OTHER)
         return await http_exception_handler(request, exc)
 
@@ -127,6 +133,28 @@ def create_app() -> FastAPI:
         if path is None:
             raise HTTPException(status.HTTP_404_NOT_FOUND, "no such file")
         return FileResponse(path, media_type=MEDIA_TYPES[path.suffix])
+
+    @app.get("/runs/{dag_id}/{run_id}", include_in_schema=False)
+    def report_page(dag_id: RunId, run_id: RunId, request: Request, user: User) -> HTMLResponse:
+        """The GeoWeb report tab of a DAG run's page in the Airflow UI."""
+        with database.connection() as conn:
+            report = run_report(conn, dag_id, run_id)
+        return HTMLResponse(render(report, request.scope.get("root_path", "")))
+
+    @app.get("/runs/plot.png", include_in_schema=False)
+    def report_plot(run: Annotated[str, Query(max_length=MAX_NAME)], user: User) -> Response:
+        with database.connection() as conn:
+            png = crawl_run_plot(conn, run)
+        if png is None:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, f"no plot for run {run}")
+        return Response(png, media_type="image/png")
+
+    @app.get("/api/runs/{dag_id}/{run_id}", summary="The report of a DAG run")
+    def run_report_json(dag_id: RunId, run_id: RunId, user: User) -> dict:
+        """A crawl run's per-level figures, resources per type and recall curve (the validation crawl for a
+        catalogue run), the per-source counts of a catalogue or archive run, the checks of a revisit run."""
+        with database.connection() as conn:
+            return run_report(conn, dag_id, run_id).as_json()
 
     @app.get("/openapi.json", include_in_schema=False)
     def openapi(user: User) -> dict:

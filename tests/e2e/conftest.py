@@ -13,8 +13,10 @@ from collections.abc import Iterator
 import pytest
 
 from stack import airflow, postgres, redis, workers
-from stack.airflow_api import AirflowClient
-from stack.layout import PG_BIN
+from stack.airflow_api import ADMIN, AirflowClient, admin_password
+from stack.layout import API_URL, PG_BIN
+from tests.e2e.airflow_ui import AirflowUI
+from tests.geohub.browser import BINARY, Chromium
 from tests.integration.conftest import testweb  # noqa: F401  (the session fixture, shared)
 
 COMPONENTS = (postgres, redis, airflow, workers)  # in start order
@@ -34,3 +36,24 @@ def stack() -> Iterator[AirflowClient]:
     finally:
         for component in reversed(started):
             component.stop()
+
+
+@pytest.fixture(scope="session")
+def logged_in(stack, tmp_path_factory) -> Iterator[AirflowUI]:
+    """The stack's Airflow UI in headless Chromium, logged in as the admin: one browser for the session."""
+    if BINARY is None:
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    browser = Chromium(tmp_path_factory.mktemp("chromium"), width=1400, height=1100)
+    try:
+        airflow_ui = AirflowUI(browser, API_URL)
+        airflow_ui.log_in(ADMIN, admin_password())
+        yield airflow_ui
+    finally:
+        browser.close()
+
+
+@pytest.fixture
+def ui(logged_in) -> Iterator[AirflowUI]:
+    """The logged-in UI; afterwards the browser leaves the UI, whose pages keep polling the API server."""
+    yield logged_in
+    logged_in.browser.navigate("about:blank")

@@ -1,6 +1,7 @@
-"""geoweb_crawl end to end on the real stack: triggered over the REST API as the UI does, run by two Celery
-workers, loaded into PostGIS, and checked against the test web's ground truth; then a worker killed in the
-middle of a crawl, and the same crawl run again.
+"""geoweb_crawl end to end on the real stack: triggered from the Airflow UI's form in headless Chromium with
+only what the form says is needed, run by two Celery workers, loaded into PostGIS, and checked against the
+test web's ground truth and through the run's GeoWeb report tab; then a worker killed in the middle of a
+crawl, and the same crawl run again (over the REST API).
 
 Three runs in all: about 3 minutes, most of it the killed task waiting out its heartbeat timeout and its
 retry delay.
@@ -21,12 +22,15 @@ from stack import supervisor, workers
 from stack.airflow import JWT_SECRET_FILE, MAIN_DAG
 from stack.airflow_api import AirflowClient, admin_password
 from stack.demo import crawl_conf, run_crawl
-from stack.layout import AIRFLOW_DB, AIRFLOW_HOME, GEOWEB_DB, LOGS
+from stack.layout import AIRFLOW_DB, AIRFLOW_HOME, GEOWEB_DB, LOGS, REPO
+from tests.e2e.airflow_ui import REPORT, TriggerForm
 from tests.integration.test_crawl_testweb import MAX_LEVEL, describe, planted
 
 pytestmark = pytest.mark.testweb
 
 RUN_TIMEOUT = 240.0
+DOCS = REPO / "docs"  # the screenshots of the form and the report tab
+REPORT_PLOT = f"{REPORT}.querySelector('#plot')"
 
 
 @dataclass(frozen=True)
@@ -91,24 +95,45 @@ def executed() -> dict[str, int]:
     }
 
 
+@dataclass(frozen=True)
+class Forms:
+    """The trigger form as it opened, and once filled with the documented minimum."""
+
+    opened: TriggerForm
+    filled: TriggerForm
+
+
 @pytest.fixture(scope="module")
-def first_run(stack, testweb) -> tuple[Run, dict[str, int]]:
-    """The crawl of the test web, and how many tasks each worker ran for it."""
+def first_run(stack, testweb, logged_in) -> tuple[Run, dict[str, int], Forms]:
+    """The crawl of the test web triggered from the form with its seeds and loopback host alone, how many
+    tasks each worker ran for it, and what the form showed."""
+    stack.unpause(MAIN_DAG)
     before = executed()
-    run = crawl(stack, crawl_conf(testweb))
+    started = time.monotonic()
+    ui = logged_in
+    opened = ui.open_trigger_form(MAIN_DAG)
+    ui.fill("seeds", "\n".join(testweb["seeds"]))
+    ui.fill("allowed_hosts", "127.0.0.1")
+    filled = ui.form()
+    ui.browser.screenshot(DOCS / "airflow-trigger-form.png")
+    run_id = ui.trigger()
+    ui.browser.navigate("about:blank")
+    state = stack.wait(MAIN_DAG, run_id, RUN_TIMEOUT)
+    run = loaded(run_id)
     after = executed()
-    return run, {name: after[name] - before[name] for name in workers.NAMES}
+    run = Run(run_id, state, run.found, run.frontier, time.monotonic() - started)
+    return run, {name: after[name] - before[name] for name in workers.NAMES}, Forms(opened, filled)
 
 
 def test_the_run_succeeds_with_tasks_on_both_workers(first_run):
-    run, tasks_by_worker = first_run
+    run, tasks_by_worker, _ = first_run
     print(f"\nfirst run: {run.seconds:.0f} s, tasks per worker {tasks_by_worker}")
     assert run.state == "success"
     assert all(n > 0 for n in tasks_by_worker.values()), tasks_by_worker
 
 
 def test_postgis_holds_every_linked_resource_and_nothing_else(testweb, first_run):
-    run, _ = first_run
+    run, *_ = first_run
     expected = planted(testweb, "links")
     assert expected
     missing = [expected[key] for key in sorted(set(expected) - set(run.found))]
@@ -119,7 +144,7 @@ def test_postgis_holds_every_linked_resource_and_nothing_else(testweb, first_run
 
 
 def test_levels_and_datasets_are_the_ground_truth(testweb, first_run):
-    run, _ = first_run
+    run, *_ = first_run
     wrong = []
     for key, truth in planted(testweb, "links").items():
         found = run.found[key]
@@ -130,6 +155,81 @@ def test_levels_and_datasets_are_the_ground_truth(testweb, first_run):
             wrong.append(f"  {found.type:9} {found.url}: datasets {sorted(names)} lack {truth['datasets']}")
     assert not wrong, "\n".join(wrong)
     assert max(f.level for f in run.found.values()) <= MAX_LEVEL
+
+
+# What a crawl needs is seeds (and the hosts of a local web); everything else has a default or may be empty.
+OPTIONAL = {"Seeds", "Allowed hosts", "Search providers", "Keywords", "Keywords by type", "Link min score",
+            "Url policies"}  # fmt: skip
+SECTIONS = ["Run Parameters", "Search seeding", "Politeness and scale", "Link priority and URL policies"]
+
+
+def test_the_form_opens_valid_marking_only_what_must_have_a_value(first_run):
+    _, _, forms = first_run
+    for form in (forms.opened, forms.filled):
+        assert form.can_trigger
+        assert not any(form.sections.values()), f"sections marked in error: {form.sections}"
+    opened = forms.opened
+    assert list(opened.sections) == SECTIONS
+    assert opened.open_sections == ["Run Parameters"]  # the long defaults wait in collapsed sections
+    assert set(opened.labels) >= OPTIONAL
+    marked = {label for label, required in opened.labels.items() if required}
+    assert not marked & OPTIONAL, f"optional fields marked required: {sorted(marked & OPTIONAL)}"
+    assert {"Max level", "Types"} <= marked
+
+
+def test_types_and_providers_are_multi_selects_and_keywords_wait_collapsed(ui):
+    ui.open_trigger_form(MAIN_DAG)
+    for param in ("types", "search_providers"):
+        assert ui.browser.evaluate(f"!!document.querySelector('#element_{param} input')"), param
+    section = "document.querySelector('#element_keywords_by_type').closest('[data-part=item]')"
+    assert ui.browser.evaluate(f"{section}.getAttribute('data-state')") == "closed"
+
+
+def test_a_required_field_left_empty_marks_its_section_and_blocks_trigger(ui):
+    """The marks the other form tests read are there when a value is missing."""
+    ui.open_trigger_form(MAIN_DAG)
+    ui.fill("max_level", "")
+    form = ui.browser.wait_for("true") and ui.form()
+    assert form.sections["Run Parameters"] and not form.can_trigger
+    assert not form.sections["Politeness and scale"]
+
+
+def test_crawl_tasks_are_labelled_by_shard_and_hosts_and_log_what_they_find(stack, first_run):
+    run, *_ = first_run
+    crawls = [
+        t for t in stack.task_instances(MAIN_DAG, run.run_id) if t["task_id"].startswith("crawl_level_")
+    ]
+    assert crawls
+    for ti in crawls:
+        label = ti["rendered_map_index"] or ""
+        assert label.startswith("shard ") and "127.0.0.1:" in label, (
+            f"{ti['task_id']}[{ti['map_index']}]: {label!r}"
+        )
+    logs = AIRFLOW_HOME / "logs" / f"dag_id={MAIN_DAG}" / f"run_id={run.run_id}"
+    text = "\n".join(p.read_text(errors="replace") for p in logs.glob("task_id=crawl_level_*/**/*.log"))
+    for found in run.found.values():
+        assert f"found {found.type} {found.url} ({len(found.datasets)} datasets)" in text, found.key
+
+
+def test_the_report_tab_shows_the_levels_the_plot_and_links_into_geohub(stack, ui, first_run):
+    run, *_ = first_run
+    ui.open_report(MAIN_DAG, run.run_id)
+    ui.browser.screenshot(DOCS / "airflow-run-report.png")
+    levels = ui.report_table("levels")
+    ((summary,),) = query("SELECT summary FROM crawl_runs WHERE run_id = %s", run.run_id)  # finish_run's
+    assert [[int(r[0]), int(r[1]), int(r[2])] for r in levels[:-1]] == [
+        [s["level"], s["urls"], s["resources"]] for s in summary["levels"]
+    ]
+    assert levels[-1][0] == "all" and int(levels[-1][2]) == len(run.found)
+    by_type = {kind: int(n) for kind, n in ui.report_table("types")}
+    assert sum(by_type.values()) == len(run.found)
+    assert ui.browser.wait_for(f"{REPORT_PLOT}.complete && {REPORT_PLOT}.naturalWidth", timeout=30) > 600
+    link = ui.report("doc.querySelector('#geohub-link').href")
+    # the link opens GeoHub on the run's resources, footprint or not
+    ui.browser.navigate(link)
+    ui.browser.wait_for(f"document.querySelector('#run').value === {json.dumps(run.run_id)}")
+    assert ui.browser.wait_for("document.querySelectorAll('#hits li').length") == min(20, len(run.found))
+    assert not ui.browser.evaluate("document.querySelector('#in-view').checked")
 
 
 # The test web's level 2 holds the MapServer endpoints, probed with many requests: its shards last longest.
@@ -150,7 +250,7 @@ def _long_crawl_task(client: AirflowClient, run_id: str) -> tuple[str, dict] | N
 def test_a_worker_killed_mid_crawl_loses_nothing(stack, testweb, first_run):
     """SIGKILL a worker's whole process tree while it crawls, start it again: the scheduler fails the task
     after its heartbeat timeout, retries it, and the run ends with exactly the first run's rows."""
-    first, _ = first_run
+    first, *_ = first_run
     slow = crawl_conf(testweb) | {"per_host_delay": 0.5}  # shards of several seconds, to be caught running
     stack.unpause(MAIN_DAG)
     run_id = stack.trigger(MAIN_DAG, slow)
@@ -188,7 +288,7 @@ def dataset_rows(resource_ids: list[int]) -> dict[int, int]:
 def test_the_same_crawl_again_duplicates_no_row(stack, testweb, first_run):
     """A new run of the same crawl updates the rows the first run loaded: same ids, same dataset rows,
     first_seen kept, last_seen moved on. (Counted per resource: other DAGs may load other rows meanwhile.)"""
-    first, _ = first_run
+    first, *_ = first_run
     ids = [found.resource_id for found in first.found.values()]
     datasets_before = dataset_rows(ids)
     again = crawl(stack, crawl_conf(testweb))
@@ -205,7 +305,7 @@ def test_the_same_crawl_again_duplicates_no_row(stack, testweb, first_run):
 
 def test_no_secret_reaches_a_log(first_run):
     """The admin password, the token key and the database passwords appear in no service or task log."""
-    run, _ = first_run
+    run, *_ = first_run
     secrets = {
         "admin password": admin_password(),
         "JWT secret": JWT_SECRET_FILE.read_text(),

@@ -3,6 +3,8 @@ in front of every route, the search and detail API, hostile input, and the page'
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 import psycopg2
 import pytest
 
@@ -70,8 +72,49 @@ def test_the_plugin_adds_a_link_to_the_ui_navigation(geohub_server, token):
     plugins = geohub_server.session(token).get(f"{geohub_server.base_url}/api/v2/plugins", timeout=30).json()
     (geohub,) = [p for p in plugins["plugins"] if p["name"] == "geohub"]
     assert [(a["url_prefix"], a["name"]) for a in geohub["fastapi_apps"]] == [("/geohub", "GeoHub")]
-    (view,) = geohub["external_views"]
-    assert view["href"] == "geohub/" and view["url_route"] == "geohub" and view["nav_top_level"]
+    nav, report = geohub["external_views"]
+    assert nav["href"] == "geohub/" and nav["url_route"] == "geohub" and nav["nav_top_level"]
+    # a tab on every DAG run's page, filled in by the UI with the run's DAG and id
+    assert report["destination"] == "dag_run" and report["href"] == "geohub/runs/{DAG_ID}/{RUN_ID}"
+
+
+# --- a run's report tab ---
+
+
+def test_a_crawl_run_report_gives_its_status_and_resources(geohub_server, token):
+    session = geohub_server.session(token)
+    answer = session.get(f"{geohub_server.base_url}/geohub/api/runs/geoweb_crawl/{data.RUN_1}", timeout=30)
+    assert answer.status_code == 200
+    report = answer.json()
+    assert report["crawl"]["run_id"] == data.RUN_1 and report["crawl"]["status"] == "success"
+    assert report["crawl"]["resources"] == 2 and report["crawl"]["has_plot"] is False
+    page = session.get(f"{geohub_server.base_url}/geohub/runs/geoweb_crawl/{data.RUN_1}", timeout=30)
+    assert page.headers["content-type"].startswith("text/html")
+    assert "The run's figures are stored when it finishes" in page.text  # its summary has no levels
+    plot = session.get(
+        f"{geohub_server.base_url}/geohub/runs/plot.png", params={"run": data.RUN_1}, timeout=30
+    )
+    assert plot.status_code == 404
+
+
+def test_the_report_page_shows_ids_as_text_and_knows_other_dags(geohub_server, token):
+    session = geohub_server.session(token)
+    hostile = '<img src=x onerror="alert(1)">'
+    page = session.get(
+        f"{geohub_server.base_url}/geohub/runs/geoweb_crawl/{quote(hostile, safe='')}", timeout=30
+    )
+    assert page.status_code == 200
+    assert hostile not in page.text and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in page.text
+    assert "No crawl was run" in page.text
+    other = session.get(f"{geohub_server.base_url}/geohub/runs/example_dag/manual__1", timeout=30)
+    assert "not one of GeoWeb Harvester's" in other.text
+
+
+def test_the_report_page_wants_a_login(geohub_server):
+    page = geohub_server.session().get(
+        f"{geohub_server.base_url}/geohub/runs/geoweb_crawl/{data.RUN_1}", allow_redirects=False, timeout=30
+    )
+    assert page.status_code == 303 and "/auth/login" in page.headers["location"]
 
 
 # --- search and detail ---

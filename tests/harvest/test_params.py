@@ -61,7 +61,10 @@ def test_settings_carry_scope_and_politeness_and_always_obey_robots():
         ({"seeds": [SEED], "shards": 257}, "param shards: 257 is greater than the maximum of 256"),
         ({"seeds": [SEED], "shards": True}, "param shards: True is not of type 'integer'"),
         ({"seeds": [SEED], "per_host_delay": float("nan")}, "param per_host_delay"),
-        ({"seeds": [SEED], "max_levels": 2}, "unknown param(s) max_levels; known: seeds, keywords"),
+        (
+            {"seeds": [SEED], "max_levels": 2},
+            "unknown param(s) max_levels; known: seeds, allowed_hosts, max_level",
+        ),
     ],
 )
 def test_bad_conf_is_refused_naming_the_key(conf, message):

@@ -72,16 +72,24 @@ class CrawlReport:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.ticker import MaxNLocator
 
         levels = [s.level for s in self.levels]
         panels = 3 if self.recall else 2
         fig, axes = plt.subplots(1, panels, figsize=(5 * panels, 4), constrained_layout=True)
         ax_found, ax_ratio = axes[:2]
-        ax_found.bar(levels, [s.resources for s in self.levels], color="#2b7bb9", label="resources")
-        ax_found.plot(levels, [s.urls for s in self.levels], "o-", color="#999999", label="URLs fetched")
-        ax_found.set(title="Resources found per level", xlabel="level (link hops)", ylabel="count")
-        ax_found.set_yscale("symlog")
-        ax_found.legend()
+        # URLs outnumber resources a hundredfold: each gets its own linear axis of whole numbers
+        ax_urls = ax_found.twinx()
+        found = ax_found.bar(levels, [s.resources for s in self.levels], color="#2b7bb9", label="resources")
+        (fetched,) = ax_urls.plot(
+            levels, [s.urls for s in self.levels], "o-", color="#777777", label="URLs fetched"
+        )
+        ax_found.set(title="Resources found per level", xlabel="level (link hops)", ylabel="resources found")
+        ax_urls.set_ylabel("URLs fetched")
+        for ax in (ax_found, ax_urls):
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.set_ylim(bottom=0)
+        ax_found.legend(handles=[found, fetched], loc="upper right")
         ax_ratio.plot(levels, [s.discovery_ratio for s in self.levels], "o-", color="#d95f02")
         ax_ratio.set(title="Discovery ratio per level", xlabel="level (link hops)", ylabel="resources / URLs")
         for ax in (ax_found, ax_ratio):

@@ -7,13 +7,14 @@ rebuild ``HarvestParams`` from the run's conf with ``HarvestParams.from_conf``.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from geoweb.models import ALL_TYPES
 from geoweb.params import (
     InvalidParams,
     allowed_hosts_param,
+    choices_of,
     list_of,
     param,
     per_host_delay_param,
@@ -69,86 +70,108 @@ _URL = {
 _KEYWORD = {"type": "string", "minLength": 1, "maxLength": 200}
 
 
+SEEDING = "Search seeding"
+POLITENESS = "Politeness and scale"
+PRIORITY = "Link priority and URL policies"
+
+
 @dataclass(frozen=True)
 class HarvestParams:
-    """What one run of the crawl DAG does. Lists are tuples here and JSON arrays in the conf."""
+    """What one run of the crawl DAG does. Lists are tuples here and JSON arrays in the conf.
+
+    Fields without a section fill the trigger form's first, open section: what a user sets for a crawl;
+    the rest wait in collapsed sections with their defaults."""
 
     seeds: tuple[str, ...] = param(
         (),
-        "Seed pages (absolute http(s) URLs) at level 0. A run with neither seeds nor search_providers (a "
-        "scheduled run) takes both from the Airflow Variables geoweb_seeds and geoweb_search_providers "
-        "(JSON lists).",
+        "Seed pages at level 0: absolute http(s) URLs, one per line. Needed, unless search_providers are "
+        "chosen. A scheduled run takes them from the Airflow Variable geoweb_seeds (a JSON list), and its "
+        "providers from geoweb_search_providers; with neither set it does nothing and says so.",
+        optional=True,
         **list_of(_URL, maxItems=10_000),
     )
-    keywords: tuple[str, ...] = param(
-        (),
-        "More keywords for search seeding, searched after those of keywords_by_type. Without "
-        "search_providers they do nothing.",
-        **list_of(_KEYWORD, maxItems=1_000),
-    )
-    keywords_by_type: tuple[tuple[str, tuple[str, ...]], ...] = param(
-        tuple(KEYWORDS_BY_TYPE.items()),
-        "Keywords per resource type for search seeding: a run searches those of its types with every "
-        "search provider. Edit them here; without search_providers they do nothing.",
-        type="object",
-        propertyNames={"enum": list(ALL_TYPES)},
-        additionalProperties=list_of(_KEYWORD, maxItems=100),
-    )
-    search_providers: tuple[str, ...] = param(
-        (),
-        "Sources that turn the keywords into level-0 seeds, each seed keeping its keyword: web search "
-        "(searxng, google, brave: every hit is a seed page) and data portals (datagov, ckan: every dataset's "
-        "service and file links). Each reads its URL and key from the Airflow Connection geoweb_<name> "
-        "(extra: url and other settings; password: the key), else from GEOWEB_<NAME>_URL, GEOWEB_<NAME>_KEY...",
-        **list_of({"type": "string", "enum": list(SEARCH_PROVIDERS)}),
-    )
-    search_pages: int = param(
-        SEARCH_PAGES,
-        "Result pages read per keyword and search provider (the paper's top 10); Google and Brave serve 10 "
-        "pages at most.",
-        type="integer",
-        minimum=1,
-        maximum=100,
-    )
-    types: tuple[str, ...] = param(
-        ALL_TYPES,
-        f"Resource types to detect and load (default all: {', '.join(ALL_TYPES)}).",
-        **list_of({"type": "string", "enum": list(ALL_TYPES)}, minItems=1),
-    )
+    allowed_hosts: tuple[str, ...] = allowed_hosts_param()
     max_level: int = param(
         MAX_LEVEL,
-        f"Link hops to follow from the seeds (a seed is level 0); at most {MAX_LEVEL}.",
+        f"Link hops to follow from the seeds (a seed is level 0): 0 to {MAX_LEVEL}, default {MAX_LEVEL}.",
         type="integer",
         minimum=0,
         maximum=MAX_LEVEL,
     )
-    allowed_hosts: tuple[str, ...] = allowed_hosts_param()
+    types: tuple[str, ...] = param(
+        ALL_TYPES,
+        "Resource types to detect and load; default all of them.",
+        **choices_of(ALL_TYPES, minItems=1),
+    )
+    search_providers: tuple[str, ...] = param(
+        (),
+        "Sources that turn the keywords (section Search seeding) into level-0 seeds: web search (searxng, "
+        "google, brave: every hit is a seed page) and data portals (datagov, ckan: every dataset's service "
+        "and file links). Each reads its URL and key from the Airflow Connection geoweb_<name> (extra: url "
+        "and other settings; password: the key), else from GEOWEB_<NAME>_URL, GEOWEB_<NAME>_KEY. Default: "
+        "none.",
+        optional=True,
+        **choices_of(SEARCH_PROVIDERS),
+    )
+    keywords: tuple[str, ...] = param(
+        (),
+        "More keywords for search seeding, one per line, searched after those of keywords_by_type. Without "
+        "search_providers they do nothing.",
+        section=SEEDING,
+        optional=True,
+        **list_of(_KEYWORD, maxItems=1_000),
+    )
+    keywords_by_type: tuple[tuple[str, tuple[str, ...]], ...] = param(
+        tuple(KEYWORDS_BY_TYPE.items()),
+        "Keywords per resource type for search seeding (a JSON object: type to list of keywords): a run "
+        "searches those of its types with every search provider. Empty: the paper's keywords, shown here. "
+        "Without search_providers they do nothing.",
+        section=SEEDING,
+        optional=True,
+        type="object",
+        propertyNames={"enum": list(ALL_TYPES)},
+        additionalProperties=list_of(_KEYWORD, maxItems=100),
+    )
+    search_pages: int = param(
+        SEARCH_PAGES,
+        f"Result pages read per keyword and search provider: 1 to 100, default {SEARCH_PAGES} (the paper's "
+        "top 10); Google and Brave serve 10 pages at most.",
+        section=SEEDING,
+        type="integer",
+        minimum=1,
+        maximum=100,
+    )
     shards: int = param(
         16,
-        "Shards per level: each level's URLs are split by host into this many crawl tasks (one host, one "
-        "shard), run in parallel on the Celery workers.",
+        "Crawl tasks per level: each level's URLs are split by host into this many shards (one host, one "
+        f"shard), run in parallel on the Celery workers; 1 to {MAX_SHARDS}, default 16.",
+        section=POLITENESS,
         type="integer",
         minimum=1,
         maximum=MAX_SHARDS,
     )
     concurrency: int = param(
         _DEFAULTS.concurrency,
-        "Requests in flight in one crawl task.",
+        f"Requests in flight in one crawl task: 1 to 512, default {_DEFAULTS.concurrency}.",
+        section=POLITENESS,
         type="integer",
         minimum=1,
         maximum=512,
     )
     per_host_concurrency: int = param(
         _DEFAULTS.per_host_concurrency,
-        "Requests in flight to one host (politeness).",
+        f"Requests in flight to one host (politeness): 1 to 16, default {_DEFAULTS.per_host_concurrency}.",
+        section=POLITENESS,
         type="integer",
         minimum=1,
         maximum=16,
     )
-    per_host_delay: float = per_host_delay_param()
+    per_host_delay: float = per_host_delay_param(POLITENESS)
     max_pages_per_host: int = param(
         _DEFAULTS.max_pages_per_host,
-        "URLs taken from one host in a run; ends crawler traps such as endless calendars.",
+        "URLs taken from one host in a run, which ends crawler traps such as endless calendars: default "
+        f"{_DEFAULTS.max_pages_per_host}.",
+        section=POLITENESS,
         type="integer",
         minimum=1,
         maximum=1_000_000,
@@ -156,8 +179,10 @@ class HarvestParams:
     link_budget: float = param(
         _DEFAULTS.link_budget,
         "Share of each level's links followed, best topical score first (links are scored by anchor text and "
-        "URL against a geospatial vocabulary): 1 follows all, 0.25 the top quarter of every level. The seeds "
-        "are always followed; the links left are marked skipped (reason budget). See docs/priority.md.",
+        "URL against a geospatial vocabulary): 1 (the default) follows all, 0.25 the top quarter of every "
+        "level. The seeds are always followed; the links left are marked skipped (reason budget). See "
+        "docs/priority.md.",
+        section=PRIORITY,
         type="number",
         exclusiveMinimum=0,
         maximum=1,
@@ -165,16 +190,21 @@ class HarvestParams:
     link_min_score: float | None = param(
         None,
         "Links scoring below this are not followed either (scores run from about -1 for a login or calendar "
-        "link to 1 for a GetCapabilities link, minus 0.05 per level); empty: no minimum.",
-        type=["number", "null"],
+        "link to 1 for a GetCapabilities link, minus 0.05 per level). Empty (the default): no minimum.",
+        section=PRIORITY,
+        optional=True,
+        type="number",
         minimum=-2,
         maximum=1,
     )
-    url_policies: str = param(
-        "",
+    url_policies: str | None = param(
+        None,
         'URL-pattern policies, a JSON list of rules, the first match deciding: [{"pattern": "^https?://'
         'example\\.org/calendar/", "action": "skip"}, {"pattern": "/wms", "action": "fetch"}] (see '
-        "docs/revisits.md). Empty: the Airflow Variable geoweb_url_policies, else GEOWEB_URL_POLICIES.",
+        "docs/revisits.md). Empty (the default): the Airflow Variable geoweb_url_policies, else "
+        "GEOWEB_URL_POLICIES.",
+        section=PRIORITY,
+        optional=True,
         type="string",
         maxLength=100_000,
     )
@@ -224,3 +254,128 @@ class HarvestParams:
 def param_specs() -> Iterator[tuple[str, Any, str, dict[str, Any]]]:
     """(name, JSON default, description, JSON schema) of every parameter, in declaration order."""
     return declared_specs(HarvestParams)
+
+
+HARVEST = "Catalogue harvest"
+VALIDATION = "Validation crawl"
+ARCHIVE_ADAPTERS = ("nspo", "stac")  # connector names (geoweb.connectors.CONNECTORS) of the image archives
+_CRAWLED = ("types", "allowed_hosts", "shards", "concurrency", "per_host_concurrency", "per_host_delay")
+
+
+def _validation(name: str, section: str | None = VALIDATION) -> Any:
+    """A crawl param as the catalogue DAG's validation crawl of the records' links takes it."""
+    crawled = next(f for f in fields(HarvestParams) if f.name == name)
+    schema = {**crawled.metadata["schema"]}
+    schema.pop("section", None)
+    kind = schema.pop("type")
+    optional = isinstance(kind, list)
+    schema["type"] = next(t for t in kind if t != "null") if optional else kind
+    return param(
+        crawled.default, crawled.metadata["description"], section=section, optional=optional, **schema
+    )
+
+
+@dataclass(frozen=True)
+class CatalogueParams:
+    """What one run of the catalogue DAG does: the CSW harvest, then the validation crawl of its links."""
+
+    catalogues: tuple[str, ...] = param(
+        (),
+        "CSW endpoints to harvest in this run, one per line, besides those of the Airflow Variable "
+        "geoweb_csw_catalogues (a JSON list) and every CSW the crawl has found. With none of them the run "
+        "does nothing and says so.",
+        optional=True,
+        **list_of(_URL, maxItems=10_000),
+    )
+    allowed_hosts: tuple[str, ...] = _validation("allowed_hosts", None)
+    full: bool = param(
+        False,
+        "Harvest every catalogue in full, withdrawing the records it no longer has, instead of incrementally "
+        "from its watermark; and validate every record's links again, not only those of records changed "
+        "since they were last validated. Default off.",
+        type="boolean",
+    )
+    schema: str = param(
+        "dc",
+        "Records as Dublin Core (csw:Record, every catalogue has it; the default) or ISO 19139 "
+        "(gmd:MD_Metadata: richer links and protocols).",
+        section=HARVEST,
+        type="string",
+        enum=["dc", "iso"],
+    )
+    page_size: int = param(
+        100,
+        "Records per GetRecords request: 1 to 10,000, default 100. Catalogues' own defaults (10) make "
+        "harvests crawl.",
+        section=HARVEST,
+        type="integer",
+        minimum=1,
+        maximum=10_000,
+    )
+    timeout: float = param(
+        120,
+        "Seconds one page may take: 1 to 3600, default 120. Large catalogues are slow, and short timeouts "
+        "fail them.",
+        section=HARVEST,
+        type="number",
+        minimum=1,
+        maximum=3600,
+    )
+    full_every_days: int = param(
+        7,
+        "A catalogue whose last complete full harvest is older than this many days is harvested in full "
+        "(incremental harvests cannot see deleted records): 1 to 365, default 7.",
+        section=HARVEST,
+        type="integer",
+        minimum=1,
+        maximum=365,
+    )
+    types: tuple[str, ...] = _validation("types")
+    shards: int = _validation("shards")
+    concurrency: int = _validation("concurrency")
+    per_host_concurrency: int = _validation("per_host_concurrency")
+    per_host_delay: float = _validation("per_host_delay")
+
+    @classmethod
+    def from_conf(cls, conf: Mapping[str, Any] | None) -> CatalogueParams:
+        """Defaults overridden by ``conf``, validated key by key."""
+        return cls(**values_from_conf(cls, conf))
+
+    def to_conf(self) -> dict[str, Any]:
+        return to_conf(self)
+
+    def crawl_conf(self) -> dict[str, Any]:
+        """The validation crawl's conf (a HarvestParams conf without seeds)."""
+        conf = self.to_conf()
+        return {name: conf[name] for name in _CRAWLED}
+
+
+@dataclass(frozen=True)
+class ArchiveParams:
+    """What one run of the archive DAG does."""
+
+    archives: tuple[str, ...] = param(
+        (),
+        f"Archives to read ({', '.join(ARCHIVE_ADAPTERS)}). Empty: those of the Airflow Variable "
+        "geoweb_archives (a JSON list); with none the run does nothing and says so.",
+        optional=True,
+        **choices_of(ARCHIVE_ADAPTERS),
+    )
+    bbox: tuple[float, ...] | None = param(
+        None,
+        "Only scenes in this WGS84 box, [west, south, east, north] in degrees. Empty (the default): "
+        "everywhere.",
+        optional=True,
+        type="array",
+        items={"type": "number"},
+        minItems=4,
+        maxItems=4,
+    )
+
+    @classmethod
+    def from_conf(cls, conf: Mapping[str, Any] | None) -> ArchiveParams:
+        """Defaults overridden by ``conf``, validated key by key."""
+        return cls(**values_from_conf(cls, conf))
+
+    def to_conf(self) -> dict[str, Any]:
+        return to_conf(self)

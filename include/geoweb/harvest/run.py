@@ -19,7 +19,7 @@ from typing import Any
 from geoweb.connectors import ConnectorError, Record, load_connector
 from geoweb.connectors.candidates import Portal
 from geoweb.connectors.search.base import SearchProvider
-from geoweb.crawl import Crawler, CrawlReport, LevelStats
+from geoweb.crawl import Crawler, CrawlReport, LevelStats, Page
 from geoweb.dedup import BloomFilter
 from geoweb.detect import load_detectors
 from geoweb.fetch.fetcher import Fetcher
@@ -141,11 +141,23 @@ def crawl_shard(store: Store, run_id: str, level: int, shard: int, params: Harve
         log.info("run %s: level %d shard %d has nothing pending", run_id, level, shard)
         return summary
     started = time.monotonic()
+    origins = sorted({origin(url) for url, _, _, _ in items})
+    summary["hosts"] = origins
+    log.info("run %s: level %d shard %d: %d URLs on %d hosts: %s", run_id, level, shard, len(items),
+             len(origins), ", ".join(origins))  # fmt: skip
     # the shard owns its origins for the run, so their page budgets go on from the frontier's counts
-    budget_used = store.origin_counts(run_id, sorted({origin(url) for url, _, _, _ in items}))
+    budget_used = store.origin_counts(run_id, origins)
     keyword_of = {url: keyword for url, _, keyword, _ in items}
-    # commits block the event loop for a moment, every batch: simpler than a writer thread, and cheap
-    buffer = PageBuffer(lambda pages: store.commit_pages(run_id, pages, params.shards, keyword_of))
+
+    def commit(pages: list[Page]) -> None:
+        # commits block the event loop for a moment, every batch: simpler than a writer thread, and cheap
+        store.commit_pages(run_id, pages, params.shards, keyword_of)
+        for page in pages:
+            for resource in page.resources:
+                log.info("found %s %s (%d datasets) on %s", resource.type, resource.url,
+                         len(resource.datasets), page.url)  # fmt: skip
+
+    buffer = PageBuffer(commit)
     level_stats, stats = asyncio.run(_crawl(items, level, params, budget_used, buffer))
     level_stats.seconds = time.monotonic() - started
     store.save_level_stats(run_id, level, shard, level_stats)

@@ -7,12 +7,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from geoweb.harvest.params import MAX_SHARDS
+from geoweb.harvest.params import MAX_SHARDS, POLITENESS
 from geoweb.models import ALL_TYPES
 from geoweb.params import (
     InvalidParams,
     allowed_hosts_param,
-    list_of,
+    choices_of,
     param,
     per_host_delay_param,
     to_conf,
@@ -26,6 +26,7 @@ MAX_BATCH = 10_000
 MAX_HOURS = 24 * 366
 
 _DEFAULTS = Settings()
+SCHEDULE = "Revisit schedule"
 
 
 @dataclass(frozen=True)
@@ -34,48 +35,53 @@ class RevisitParams:
 
     batch_size: int = param(
         500,
-        "Resources checked in this run at most, those due longest first; the rest wait for the next run.",
+        f"Resources checked in this run at most, those due longest first; the rest wait for the next run: 1 "
+        f"to {MAX_BATCH}, default 500.",
         type="integer",
         minimum=1,
         maximum=MAX_BATCH,
     )
+    types: tuple[str, ...] = param(
+        ALL_TYPES, "Resource types to re-check; default all of them.", **choices_of(ALL_TYPES, minItems=1)
+    )
+    allowed_hosts: tuple[str, ...] = allowed_hosts_param()
     dead_after: int = param(
         _DEFAULTS.revisit_dead_after,
         "Failed checks in a row after which a resource is marked dead (kept, checked only at the maximum "
-        "interval, alive again when it answers).",
+        f"interval, alive again when it answers): default {_DEFAULTS.revisit_dead_after}.",
+        section=SCHEDULE,
         type="integer",
         minimum=1,
         maximum=100,
     )
     min_interval_hours: float = param(
         _DEFAULTS.revisit_min_interval / HOUR,
-        "Shortest interval between two checks of a resource: one that changes at every check ends here.",
+        "Shortest interval between two checks of a resource, in hours: one that changes at every check ends "
+        f"here. Default {_DEFAULTS.revisit_min_interval / HOUR:g}.",
+        section=SCHEDULE,
         type="number",
         exclusiveMinimum=0,
         maximum=MAX_HOURS,
     )
     max_interval_hours: float = param(
         _DEFAULTS.revisit_max_interval / HOUR,
-        "Longest interval between two checks: one that never changes, or is dead, is checked this often.",
+        "Longest interval between two checks, in hours: one that never changes, or is dead, is checked this "
+        f"often. Default {_DEFAULTS.revisit_max_interval / HOUR:g}.",
+        section=SCHEDULE,
         type="number",
         exclusiveMinimum=0,
         maximum=MAX_HOURS,
     )
-    types: tuple[str, ...] = param(
-        ALL_TYPES,
-        f"Resource types to re-check (default all: {', '.join(ALL_TYPES)}).",
-        **list_of({"type": "string", "enum": list(ALL_TYPES)}, minItems=1),
-    )
-    allowed_hosts: tuple[str, ...] = allowed_hosts_param()
     shards: int = param(
         16,
         "Check tasks the due resources are split into by host (one host, one task), run in parallel on the "
-        "Celery workers.",
+        f"Celery workers: 1 to {MAX_SHARDS}, default 16.",
+        section=POLITENESS,
         type="integer",
         minimum=1,
         maximum=MAX_SHARDS,
     )
-    per_host_delay: float = per_host_delay_param()
+    per_host_delay: float = per_host_delay_param(POLITENESS)
 
     @classmethod
     def from_conf(cls, conf: Mapping[str, Any] | None) -> RevisitParams:

@@ -294,6 +294,22 @@
   });
   $("back").addEventListener("click", () => showDetail(false));
 
-  loadFilters().catch((error) => setStatus(error.message, true));
-  search(true);
+  // A link into GeoHub (a run's report, a shared search) names its filters in the address:
+  // q, type (repeated), run, level, concept, answering=true, in_view=false.
+  function applyAddress() {
+    const address = new URLSearchParams(location.search);
+    if (address.has("q")) $("q").value = address.get("q");
+    const types = new Set(address.getAll("type"));
+    for (const box of document.querySelectorAll("#types input")) box.checked = types.has(box.value);
+    const run = address.get("run");
+    if (run && ![...$("run").options].some((o) => o.value === run)) $("run").append(el("option", { value: run }, run));
+    for (const id of ["run", "level", "concept"]) if (address.has(id)) $(id).value = address.get(id);
+    if (address.has("answering")) $("answering").checked = address.get("answering") === "true";
+    if (address.has("in_view")) $("in-view").checked = address.get("in_view") !== "false";
+  }
+
+  loadFilters()
+    .then(applyAddress)
+    .catch((error) => setStatus(error.message, true))
+    .finally(() => search(true));
 })();
