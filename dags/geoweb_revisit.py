@@ -34,6 +34,9 @@ nothing changed (doubled, up to `max_interval_hours`); a failed check retries so
 failures in a row mark the resource dead (kept, checked at the maximum interval, alive again when it answers).
 URL-pattern policies from the Variable `{POLICIES_VARIABLE}` (else `GEOWEB_URL_POLICIES`) skip URLs or fix
 their interval. `summarize` logs checked, changed, unchanged, failed, newly dead and the next due check.
+From the form every field has its default (add `allowed_hosts` for resources on a local network; empty: the
+Variable `geoweb_allowed_hosts`). The run's **GeoWeb report** tab counts its checks by outcome and lists what
+changed or failed.
 """
 
 

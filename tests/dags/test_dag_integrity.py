@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from geoweb.harvest.params import MAX_LEVEL, HarvestParams, InvalidParams
+from geoweb.harvest.params import MAX_LEVEL, ArchiveParams, CatalogueParams, HarvestParams, InvalidParams
+from geoweb.revisit.params import RevisitParams
 
 DAGS = Path(__file__).parents[2] / "dags"
 SEED = "https://example.org/maps/"
@@ -145,3 +146,46 @@ def test_bad_conf_is_refused_by_airflow_and_the_steps_alike(crawl_dag, conf):
         validate(crawl_dag, conf)
     with pytest.raises(InvalidParams, match=f"param {key}"):
         HarvestParams.from_conf(conf)
+
+
+# --- the trigger forms, as Airflow's UI reads the params (its isParamRequired and FlexibleForm) ---
+
+FORMS = {"geoweb_crawl": HarvestParams, "geoweb_catalogues": CatalogueParams, "geoweb_archive": ArchiveParams,
+         "geoweb_revisit": RevisitParams}  # fmt: skip
+NEEDED = {"geoweb_crawl": {"seeds": [SEED]}}  # what the form says a run needs besides the defaults
+
+
+def form_params(dagbag, dag_id: str) -> dict:
+    from airflow.serialization.serialized_objects import DagSerialization
+
+    dag = DagSerialization.from_dict(DagSerialization.to_dict(dagbag.dags[dag_id]))
+    return dag.params
+
+
+def optional(schema: dict) -> bool:
+    return isinstance(schema["type"], list) and "null" in schema["type"]
+
+
+@pytest.mark.parametrize("dag_id", sorted(FORMS))
+def test_each_form_is_valid_with_its_defaults_and_requires_only_what_has_a_value(dagbag, dag_id):
+    params = form_params(dagbag, dag_id)
+    resolved = params.validate()  # the defaults, as a scheduled run takes them
+    schemas = {name: params.get_param(name).schema for name in params}
+    for name, schema in schemas.items():
+        assert params.get_param(name).description and schema.get("title"), name
+        # the form marks a field whose type excludes null as required, and flags it when null or ""
+        if not optional(schema):
+            assert resolved[name] not in (None, ""), f"{name}: required, with an empty default"
+    # fields without a section fill the first, open section; the rest wait collapsed
+    assert any("section" not in schema for schema in schemas.values())
+    for schema in schemas.values():
+        if "array" in schema["type"] and "enum" in schema.get("items", {}):
+            assert schema["examples"] == schema["items"]["enum"]  # a multi-select
+
+
+@pytest.mark.parametrize("dag_id", sorted(FORMS))
+def test_a_form_with_every_optional_field_left_empty_is_a_valid_run(dagbag, dag_id):
+    params = form_params(dagbag, dag_id)
+    emptied = {name: None for name in params if optional(params.get_param(name).schema)}
+    conf = params.deep_merge({**emptied, **NEEDED.get(dag_id, {})}).validate()
+    assert FORMS[dag_id].from_conf(conf) == FORMS[dag_id].from_conf(NEEDED.get(dag_id, {}))
