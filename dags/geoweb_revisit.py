@@ -13,8 +13,10 @@ from geoweb.revisit.params import RevisitParams
 from geoweb_airflow import (
     CRAWL_POOL,
     POLICIES_VARIABLE,
+    SHARD_LABEL,
     form_params,
     harvest_store,
+    hosts_label,
     url_policies,
     with_allowed_hosts,
 )
@@ -72,14 +74,19 @@ def plan() -> list[list[int]]:
         return run.plan_revisits(store, params, settings)
 
 
-@task(pool=CRAWL_POOL)
+@task(pool=CRAWL_POOL, map_index_template=SHARD_LABEL)
 def check(ids: list[int]) -> dict:
     """Check one shard's resources; each check is saved as it ends."""
     from geoweb.revisit import run
 
+    context = get_current_context()
+    context["shard_label"] = f"{len(ids)} resources"  # names the mapped task in the UI, with its hosts
     _, settings = _params()
     with harvest_store() as store:
-        return run.check_resources(store, get_current_context()["dag_run"].run_id, ids, settings)
+        summary = run.check_resources(store, context["dag_run"].run_id, ids, settings)
+    if summary["hosts"]:
+        context["shard_label"] = f"{len(ids)} resources on {hosts_label(summary['hosts'])}"
+    return summary
 
 
 @task(trigger_rule=TriggerRule.NONE_FAILED)

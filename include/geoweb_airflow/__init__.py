@@ -87,7 +87,11 @@ def crawl_shard(store, run_id: str, level: int, shard: int, params) -> dict:
 
 
 def shard_label(shard: int, hosts: list[str]) -> str:
-    """A mapped crawl task's name: its shard and hosts (the first few of many)."""
-    names = [h.split("://", 1)[-1] for h in hosts]
-    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-    return f"shard {shard}: {shown}" if names else f"shard {shard}: nothing pending"
+    """A mapped crawl task's name: its shard and hosts."""
+    return f"shard {shard}: {hosts_label(hosts)}" if hosts else f"shard {shard}: nothing pending"
+
+
+def hosts_label(origins: list[str]) -> str:
+    """Hosts as a mapped task's name shows them: the first few of many, without their scheme."""
+    names = [o.split("://", 1)[-1] for o in origins]
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")

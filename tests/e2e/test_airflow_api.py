@@ -45,7 +45,10 @@ def test_an_unknown_dag_is_a_404_with_the_servers_words(stack):
             {"seeds": ["http://127.0.0.1:1/"], "max_level": 99},
             "param max_level: 99 is greater than the maximum",
         ),
-        ({"seeds": "http://127.0.0.1:1/"}, "param seeds: 'http://127.0.0.1:1/' is not of type 'array'"),
+        (
+            {"seeds": "http://127.0.0.1:1/"},
+            "param seeds: 'http://127.0.0.1:1/' is not of type 'null', 'array'",
+        ),
         ({"seeds": ["javascript:alert(1)"]}, "param seeds"),
     ],
 )

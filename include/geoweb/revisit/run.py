@@ -87,7 +87,10 @@ def check_resources(
             on_result(_line(result, delay, details))
 
     asyncio.run(_check_all(due, settings, save))
-    summary: dict[str, Any] = dict(counts) | {"seconds": round(time.monotonic() - started, 1)}
+    summary: dict[str, Any] = dict(counts) | {
+        "seconds": round(time.monotonic() - started, 1),
+        "hosts": sorted({origin(resource.url) for resource in due}),
+    }
     log.info("revisit %s: %s", run_id, summary)
     return summary
 
