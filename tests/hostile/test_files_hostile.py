@@ -66,7 +66,7 @@ def miss(detector, resp, caplog, ctx=None):
             "malformed",
         ),
         ("wrong namespace", b'<kml xmlns="http://example.com/kml"><Document/></kml>', "not_kml"),
-        ("no namespace", b"<kml><Document/></kml>", "not_kml"),
+        ("other root without namespace", b"<kmlx><Document/></kmlx>", "not_kml"),
         ("empty body", b"", "malformed"),
         ("binary garbage", os.urandom(2000), "malformed"),
     ],
@@ -85,10 +85,48 @@ def test_error_status_is_no_resource_whatever_the_body(caplog, tmp_path, detecto
     assert stats[f"{detector.name}/miss/http_status"] == 1
 
 
-def test_truncated_kml_is_no_resource(caplog):
-    resp = response("http://h/parks.kml", PARKS_KML[:200], complete=False)
-    message, _ = miss(KMLDetector(), resp, caplog)
-    assert "incomplete" in message
+def test_kml_over_the_kml_cap_is_no_resource(caplog, tmp_path):
+    """A plain KML the body cap cut is fetched again, but no further than kml_max_bytes."""
+    path = tmp_path / "parks.kml"
+    path.write_bytes(PARKS_KML[:-6] + b"<!--" + b" " * (3 * MB) + b"--></kml>")
+    settings = Settings(max_body_bytes=1 * MB, kml_max_bytes=2 * MB)
+
+    async def run():
+        async with serve({"/parks.kml": file_handler(path)}) as base:
+            fetch = LoopbackFetch(settings)
+            first = await fetch(f"{base}/parks.kml")
+            ctx = context(fetch, settings=settings)
+            with caplog.at_level(logging.INFO, logger="geoweb.detect"):
+                return await KMLDetector().detect(first, ctx), fetch, ctx.stats
+
+    found, fetch, stats = asyncio.run(run())
+    assert found == [] and stats["kml/miss/unsafe_content"] == 1
+    assert "over the 2097152-byte KML cap" in caplog.records[-1].getMessage()
+    assert fetch.bytes < 2 * MB + 64 * 1024 + 1  # neither read ran past its cap
+
+
+def test_html_at_a_kml_url_over_the_body_cap_is_not_fetched_again(caplog, tmp_path):
+    path = tmp_path / "parks.kml"
+    path.write_bytes(SOFT_404 + b" " * (2 * MB))
+    settings = Settings(max_body_bytes=1 * MB)
+
+    async def run():
+        async with serve({"/parks.kml": range_ignoring_handler(path)}) as base:
+            fetch = LoopbackFetch(settings)
+            first = await fetch(f"{base}/parks.kml")
+            with caplog.at_level(logging.INFO, logger="geoweb.detect"):
+                return await KMLDetector().detect(first, context(fetch, settings=settings)), fetch
+
+    found, fetch = asyncio.run(run())
+    # the crawl's GET and a Range request for the head, both left unread (each announced over its cap)
+    assert found == [] and fetch.requests == 2 and fetch.bytes == 0
+    assert "(range_unsupported)" in caplog.records[-1].getMessage()
+
+
+def test_html_cut_at_the_body_cap_is_not_fetched_again(caplog):
+    resp = response("http://h/parks.kml", SOFT_404 + b" " * 1000, complete=False)
+    message, stats = miss(KMLDetector(), resp, caplog)  # no fetch: the cut body's head tells
+    assert "(not_kml)" in message and stats["kml/large_files"] == 0
 
 
 def test_kmz_bomb_by_ratio(caplog):

@@ -1,6 +1,6 @@
-"""A ZIP too large to download, read in parts with HTTP Range requests: its central directory, then the one
-member a detector needs (a KMZ's doc.kml). Every read is capped at its length, so a server that ignores Range
-costs no download; it is left alone with RangeNotHonoured.
+"""Files too large to download, read in parts with HTTP Range requests: the head of a file, or a ZIP's
+central directory, then the one member a detector needs (a KMZ's doc.kml). Every read is capped at its
+length, so a server that ignores Range costs no download; it is left alone with RangeNotHonoured.
 """
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import re
 from dataclasses import replace
 
 from geoweb.detect.base import DetectContext
-from geoweb.errors import MalformedContent, RangeNotHonoured, UnsafeContent
+from geoweb.errors import HTTPStatusError, MalformedContent, RangeNotHonoured, UnsafeContent
+from geoweb.fetch.response import Response
 from geoweb.ziputil import (
     LOCAL_HEADER_BYTES,
     TAIL_BYTES,
@@ -20,6 +21,7 @@ from geoweb.ziputil import (
 )
 
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
+HEAD_BYTES = 64 * 1024  # of a file over the body cap, enough to see what it is (its root, its first feature)
 # Room for a member's local extra field, read with its header and data in one request; real archives hold
 # a few dozen bytes there, and a longer one costs a second request.
 EXTRA_FIELD_ALLOWANCE = 1024
@@ -44,6 +46,22 @@ async def read_range(
             f"Content-Range {content_range!r} with {len(response.body)} bytes does not answer {spec!r}"
         )
     return response.body, total
+
+
+async def read_head(ctx: DetectContext, response: Response, length: int, *, counter: str) -> bytes:
+    """The first bytes (up to ``length``) of a file the body cap cut: those the crawl read, else one Range
+    request's. A server that ignores Range sends the file's start anyway, capped at ``length``."""
+    if response.body:
+        return response.body[:length]
+    ctx.stats[f"{counter}/range_requests"] += 1
+    head = await ctx.fetch(response.final_url, headers={"Range": f"bytes=0-{length - 1}"}, max_bytes=length)
+    if head.status not in (200, 206):
+        raise HTTPStatusError(head.status, url=head.final_url)
+    if not head.body:  # a whole file announced over the cap: not read
+        raise RangeNotHonoured(
+            f"HTTP {head.status} without the first {length} bytes; the file is not downloaded"
+        )
+    return head.body[:length]
 
 
 async def remote_directory(ctx: DetectContext, url: str, *, counter: str) -> tuple[list[ZipEntry], int]:

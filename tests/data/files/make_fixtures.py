@@ -103,6 +103,26 @@ PARKS_KML = kml_bytes(
 )
 
 
+def legacy_kml(placemarks: int = 1119) -> bytes:
+    """A KML whose ``kml`` root has no namespace, as older exporters write it (README.md in this folder):
+    a named Document with a placemark at its root and the rest in two folders, one a subfolder."""
+    points = [
+        f"<Placemark><name>P{i}</name><Point><coordinates>{14 + (i % 200) / 100},{44 + (i % 150) / 75},0"
+        "</coordinates></Point></Placemark>"
+        for i in range(1, placemarks)
+    ]
+    half = len(points) // 2
+    return (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<kml>\n  <Document>\n'
+        "    <name>TopLevel</name>\n"
+        "    <Placemark><name></name><LineString><altitudeMode>clampToGround</altitudeMode>"
+        "<coordinates>13,43 13.5,43.5</coordinates></LineString></Placemark>\n"
+        f"    <Folder><name>SubFolder1</name>{''.join(points[:half])}</Folder>\n"
+        f"    <Folder><name>SubFolder2</name><Folder><name>Nested</name>{''.join(points[half:])}</Folder></Folder>\n"
+        "  </Document>\n</kml>\n"
+    ).encode()
+
+
 def response(
     url: str, body: bytes = b"", *, headers: dict | None = None, complete: bool = True, status: int = 200
 ) -> Response:
