@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from geoweb.detect.base import DetectContext, Detector
 from geoweb.errors import GeowebError, MalformedContent
 from geoweb.fetch.response import Response
-from geoweb.jsonsafe import response_object
+from geoweb.jsonsafe import objects, response_object
 from geoweb.links.normalize import normalize_url
 from geoweb.models import BBox, Dataset, Resource, sha256
 
@@ -31,6 +31,8 @@ GEOMETRY_DEPTH = {
     "Polygon": 2,
     "MultiPolygon": 3,
 }
+STAC_MEMBERS = frozenset({"stac_version", "stac_extensions"})
+PAGING_RELS = frozenset({"next", "prev", "previous", "first", "last"})
 _FEATURE_TYPE = re.compile(rb'"type"\s*:\s*"(?:Feature|FeatureCollection)"')
 
 
@@ -71,6 +73,8 @@ def _looks_like_geojson(body: bytes) -> bool:
 def geojson_resource(response: Response, max_bytes: int) -> Resource:
     """The GeoJSON resource a response proves; raises a GeowebError saying why not."""
     document = response_object(response, max_bytes=max_bytes, invalid=NotGeoJSON)
+    if _is_stac(document):
+        raise NotGeoJSON("a STAC item or item collection (a STAC resource or nothing: docs/stac.md)")
     if _is_api_page(document):
         raise NotGeoJSON("a page of an API's items (OGC API, WFS 3, STAC search), not a file")
     geometries = list(_geometries(document))
@@ -99,11 +103,20 @@ def geojson_resource(response: Response, max_bytes: int) -> Resource:
     )
 
 
+def _is_stac(document: dict) -> bool:
+    """A STAC item, or a collection of them (an item search page): STAC members on it or its features."""
+    features = document.get("features") if document.get("type") == "FeatureCollection" else None
+    first = features[0] if isinstance(features, list) and features else None
+    return any(isinstance(d, dict) and STAC_MEMBERS & d.keys() for d in (document, first))
+
+
 def _is_api_page(document: dict) -> bool:
     """An items response of an OGC API or STAC API: the API is the resource, its pages are not files.
-    They carry paging members that no GeoJSON file has (OGC API - Features, STAC API context)."""
-    return document.get("type") == "FeatureCollection" and any(
-        key in document for key in ("numberMatched", "numberReturned", "context")
+    They carry paging members or links that no GeoJSON file has (OGC API - Features, STAC API context),
+    even when empty."""
+    return document.get("type") == "FeatureCollection" and (
+        any(key in document for key in ("numberMatched", "numberReturned", "context"))
+        or any(link.get("rel") in PAGING_RELS for link in objects(document, "links"))
     )
 
 
