@@ -80,6 +80,10 @@ class Settings:
     revisit_min_interval: float = 3_600.0  # a service that changes at every check is checked this often
     revisit_max_interval: float = 30 * 86_400.0  # one that never changes (or is dead) at least this often
     revisit_dead_after: int = 5  # failed checks in a row that mark a resource dead (never deleted)
+    # --- lenient and bounded reading of large files (README, "Reliability") ---
+    # A ZIP over the download cap from a server that ignores Range is streamed to its end, keeping only its
+    # last 64 KiB (its central directory): at most this many bytes are streamed; more is left alone.
+    tail_stream_max_bytes: int = 200 * MB
 
     def with_(self, **changes) -> Settings:
         return replace(self, **changes)

@@ -3,7 +3,8 @@
 A ZIP up to ``settings.shapefile_download_cap`` is read from the body the crawl already fetched: pyogrio gives
 each shapefile's feature count, geometry type, CRS and bbox, reprojected to WGS84 with pyproj. A larger ZIP is
 identified from its central directory alone, read with at most two HTTP Range requests: the archive itself is
-never downloaded, and a server that ignores Range is left alone.
+never held. From a server that ignores Range, the archive is streamed once to its end (at most
+``tail_stream_max_bytes``) keeping only its last 64 KiB, where the directory lies.
 """
 
 from __future__ import annotations
@@ -118,7 +119,9 @@ def shapefile_resource(response: Response, settings: Settings) -> Resource:
 
 async def shapefile_resource_by_range(response: Response, ctx: DetectContext) -> Resource:
     """The resource of a ZIP too large to download, from its central directory read with Range requests."""
-    entries, archive_bytes = await remote_directory(ctx, response.final_url, counter="shapefile")
+    entries, archive_bytes = await remote_directory(
+        ctx, response.final_url, counter="shapefile", stream_tail=True
+    )
     shapefiles = _require_shapefiles(find_shapefiles(entries))
     datasets = [Dataset(name=s.stem, extra={"path": s.path}) for s in shapefiles]
     return _resource(response, archive_bytes, shapefiles, datasets, "range")

@@ -147,21 +147,28 @@ class LoopbackFetch:
     def __init__(self, settings: Settings | None = None):
         self.max_body_bytes = (settings or Settings()).max_body_bytes
         self.requests = 0
-        self.bytes = 0
+        self.bytes = 0  # kept
+        self.streamed = 0  # read and dropped by tail reads
         self.sent: list[dict] = []
 
     async def __call__(
-        self, url: str, *, headers: dict | None = None, max_bytes: int | None = None
+        self, url: str, *, headers: dict | None = None, max_bytes: int | None = None, tail: bool = False
     ) -> Response:
         cap = self.max_body_bytes if max_bytes is None else max_bytes
         self.requests += 1
-        self.sent.append(dict(headers or {}))
+        self.sent.append(dict(headers or {}) | ({"tail": True} if tail else {}))
         async with (
             aiohttp.ClientSession(auto_decompress=False) as session,
             session.get(url, headers=headers) as answer,
         ):
-            complete, body = True, bytearray()
-            if (answer.content_length or 0) > cap:  # the fetcher does not read such a body
+            complete, body, offset = True, bytearray(), 0
+            if tail:  # streamed to its end, only the last ``cap`` bytes kept (tail_stream_max_bytes untested)
+                async for chunk in answer.content.iter_chunked(64 * 1024):
+                    self.streamed += len(chunk)
+                    offset += len(chunk)
+                    body = (body + chunk)[-cap:]
+                offset -= len(body)
+            elif (answer.content_length or 0) > cap:  # the fetcher does not read such a body
                 complete = False
             else:
                 async for chunk in answer.content.iter_chunked(64 * 1024):
@@ -171,7 +178,9 @@ class LoopbackFetch:
                         break
             self.bytes += len(body)
             names = {name.lower(): value for name, value in answer.headers.items()}
-            return Response(url, str(answer.url), answer.status, names, bytes(body), complete)
+            return Response(
+                url, str(answer.url), answer.status, names, bytes(body), complete, body_offset=offset
+            )
 
 
 @asynccontextmanager
