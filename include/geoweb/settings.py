@@ -84,6 +84,10 @@ class Settings:
     # A ZIP over the download cap from a server that ignores Range is streamed to its end, keeping only its
     # last 64 KiB (its central directory): at most this many bytes are streamed; more is left alone.
     tail_stream_max_bytes: int = 200 * MB
+    # The peak resident memory one crawl process is built to stay under whatever it meets: every input path
+    # is bounded (KML streamed, shapefile headers only, bodies allowed past max_body_bytes one at a time);
+    # tests/hostile/test_memory_hostile.py measures it.
+    max_memory_bytes: int = 400 * MB
 
     def with_(self, **changes) -> Settings:
         return replace(self, **changes)

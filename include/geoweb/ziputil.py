@@ -170,26 +170,34 @@ class ZipReader:
     def head(self, entry: ZipEntry, length: int | None) -> bytes:
         """The first ``length`` bytes of a member (None: all of it). The whole member is still decompressed
         and checked (size, CRC, bomb limits), a chunk at a time: only the bytes kept are held."""
+        kept: list[bytes] = []
+        kept_bytes = 0
+        for chunk in self.stream(entry):
+            if length is None or kept_bytes < length:
+                piece = chunk if length is None else chunk[: length - kept_bytes]
+                kept.append(bytes(piece))
+                kept_bytes += len(piece)
+        return b"".join(kept)
+
+    def stream(self, entry: ZipEntry) -> Iterator[bytes | memoryview]:
+        """The member decompressed a chunk (``CHUNK_BYTES``) at a time, for a reader that never holds it
+        whole. The checks run as it goes (bomb limits) and after the last chunk (size, CRC): a consumer
+        must read to the end, where a failed check raises."""
         if entry.flags & _FLAG_ENCRYPTED:
             raise MalformedContent(f"member {entry.name!r} is encrypted")
         limit = min(self.budget, max(entry.compressed_size * self.max_ratio, RATIO_FLOOR_BYTES))
         if entry.size > limit:  # the claim alone is enough to refuse; the real count below catches liars
             raise UnsafeContent(self._too_big(entry, limit))
-        kept: list[bytes] = []
-        kept_bytes = size = crc = 0
+        size = crc = 0
         for chunk in self._chunks(entry, limit):
             size += len(chunk)
             if size > limit:
                 raise UnsafeContent(self._too_big(entry, limit))
             crc = zlib.crc32(chunk, crc)
-            if length is None or kept_bytes < length:
-                piece = chunk if length is None else chunk[: length - kept_bytes]
-                kept.append(bytes(piece))
-                kept_bytes += len(piece)
+            yield chunk
         if size != entry.size or crc != entry.crc:
             raise MalformedContent(f"member {entry.name!r}: size or CRC differs from its header")
         self.budget -= size
-        return b"".join(kept)
 
     def _chunks(self, entry: ZipEntry, limit: int) -> Iterator[bytes | memoryview]:
         """The decompressed member in pieces of at most ``CHUNK_BYTES``, stopping just past ``limit``."""

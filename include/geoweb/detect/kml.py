@@ -12,10 +12,9 @@ the WGS84 extent of every coordinate in Point, LineString, LinearRing and gx:Tra
 
 from __future__ import annotations
 
-import io
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from lxml import etree
@@ -45,6 +44,7 @@ KML_MEDIA_TYPES = ("application/vnd.google-earth.kml+xml", KMZ_MEDIA_TYPE)
 KML_EXTENSIONS = (".kml", ".kmz")
 _KML_ROOT = re.compile(rb"<(?:[\w.-]+:)?kml[\s>/]")
 _KML_MEMBER = re.compile(rb"(?i)\.kml")
+FEED_BYTES = 1024 * 1024
 
 
 class NotKML(MalformedContent):
@@ -74,10 +74,10 @@ class KMLDetector(Detector):
             if response.complete:
                 fmt, document = kml_document(response.body, ctx.settings)
             elif _names_kmz(response):  # too large to download: only its main KML is read
-                fmt, document = "kmz", await kmz_document_by_range(response.final_url, ctx)
+                fmt, document = "kmz", [await kmz_document_by_range(response.final_url, ctx)]
             else:  # a plain KML over the body cap: fetched again under the KML cap, read streamed
                 response = await kml_over_the_cap(response, ctx)
-                fmt, document = "kml", response.body
+                fmt, document = "kml", [response.body]
             resource = kml_resource(response, fmt, document, ctx.settings)
         except GeowebError as exc:
             return ctx.miss(self.name, response.final_url, exc)
@@ -102,11 +102,11 @@ def _names_kmz(response: Response) -> bool:
     )
 
 
-def kml_document(body: bytes, settings: Settings) -> tuple[str, bytes]:
-    """The format ("kml" or "kmz") of a whole file and its KML document."""
+def kml_document(body: bytes, settings: Settings) -> tuple[str, Iterable[bytes]]:
+    """The format ("kml" or "kmz") of a whole file and its KML document, in chunks."""
     if body.startswith(ZIP_MAGIC):
         return "kmz", kmz_document(body, settings)
-    return "kml", body
+    return "kml", [body]
 
 
 async def kml_over_the_cap(response: Response, ctx: DetectContext) -> Response:
@@ -128,7 +128,7 @@ async def kml_over_the_cap(response: Response, ctx: DetectContext) -> Response:
     return whole
 
 
-def kml_resource(response: Response, fmt: str, document: bytes, settings: Settings) -> Resource:
+def kml_resource(response: Response, fmt: str, document: Iterable[bytes], settings: Settings) -> Resource:
     """The KML resource ``document`` (the file, or a KMZ's main KML) proves; raises a GeowebError saying why
     not."""
     limit = settings.kml_max_bytes if fmt == "kmz" else max(settings.max_xml_bytes, settings.kml_max_bytes)
@@ -184,20 +184,17 @@ class KMLSummary:
     parts: list[_Part]  # the container's Folders, or [whole] when it has none
 
 
-def read_kml(document: bytes, *, max_bytes: int) -> KMLSummary:
-    """Read a KML document in one streamed pass (``iterparse``), dropping each element once it is read.
+def read_kml(document: Iterable[bytes], *, max_bytes: int) -> KMLSummary:
+    """Read a KML document, given in chunks, in one streamed pass (a pull parser), dropping each element
+    once it is read.
 
-    Memory stays a few counters whatever the document holds (a 50 MB KML with a million placemarks is read
-    in the space of its bytes), and the root is checked at its start tag, before anything else is read. A
-    ``kml`` root without a namespace (older exporters write it so) is KML of unknown version. The container
-    is kml/Document, else kml/Folder, else kml itself; its Folders are the datasets.
+    Memory stays a chunk and a few counters whatever the document holds (a KMZ's 50 MB doc.kml with a
+    million placemarks is decompressed and parsed a megabyte at a time), and the root is checked at its
+    start tag, before anything else is read. A ``kml`` root without a namespace (older exporters write it
+    so) is KML of unknown version. The container is kml/Document, else kml/Folder, else kml itself; its
+    Folders are the datasets.
     """
-    if len(document) > max_bytes:
-        raise UnsafeContent(f"KML document of {len(document)} bytes is over the {max_bytes}-byte cap")
-    events = etree.iterparse(
-        io.BytesIO(strip_bom(document)), events=("start", "end"),
-        resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False,
-    )  # fmt: skip
+    events = _events(document, max_bytes)
     depth = -1  # of the element the event is about; the root is 0
     version = None
     container = False  # inside kml/Document or kml/Folder
@@ -252,6 +249,30 @@ def read_kml(document: bytes, *, max_bytes: int) -> KMLSummary:
     return KMLSummary(version, title, abstract, whole, parts or [whole])
 
 
+def _events(document: Iterable[bytes], max_bytes: int) -> Iterator[tuple[str, etree._Element]]:
+    """The start and end events of a document fed chunk by chunk to a hardened pull parser."""
+    parser = etree.XMLPullParser(
+        events=("start", "end"), resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False
+    )
+    fed = 0
+    for chunk in document:
+        if fed == 0:
+            chunk = strip_bom(bytes(chunk[:4096])) + bytes(chunk[4096:])
+        view = memoryview(chunk)
+        # fed a megabyte at a time: libxml2's push parser refuses a larger buffer without huge_tree
+        for start in range(0, len(view), FEED_BYTES):
+            piece = view[start : start + FEED_BYTES]
+            fed += len(piece)
+            if fed > max_bytes:
+                raise UnsafeContent(f"KML document over the {max_bytes}-byte cap")
+            parser.feed(bytes(piece))
+            yield from parser.read_events()
+    if fed == 0:
+        raise MalformedContent("not well-formed XML: empty document")
+    parser.close()
+    yield from parser.read_events()
+
+
 def _root_version(root: etree._Element) -> str | None:
     """The KML version of the root element's namespace; raises NotKML for any other root."""
     docinfo = root.getroottree().docinfo.internalDTD
@@ -268,10 +289,10 @@ def _root_version(root: etree._Element) -> str | None:
     return KML_NAMESPACES[qname.namespace]
 
 
-def kmz_document(body: bytes, settings: Settings) -> bytes:
-    """The main KML of a KMZ held whole in ``body``."""
+def kmz_document(body: bytes, settings: Settings) -> Iterable[bytes]:
+    """The main KML of a KMZ held whole in ``body``, decompressed as it is read: never held whole."""
     reader = ZipReader(body, max_ratio=settings.zip_max_ratio, max_bytes=settings.kml_max_bytes)
-    return reader.read(_main_kml(reader.entries))
+    return reader.stream(_main_kml(reader.entries))
 
 
 async def kmz_document_by_range(url: str, ctx: DetectContext) -> bytes:

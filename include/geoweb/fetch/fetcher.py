@@ -12,6 +12,7 @@ import logging
 import time
 import zlib
 from collections import Counter
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from datetime import UTC
 from email.utils import parsedate_to_datetime
@@ -88,6 +89,9 @@ class Fetcher:
             else None
         )
         self._session: aiohttp.ClientSession | None = None
+        # Bodies allowed past max_body_bytes (capabilities probes, a KML fetched again under its own cap)
+        # are read one at a time: the memory of one crawl process stays bounded however many are asked at once.
+        self._large_bodies = asyncio.Semaphore(1)
 
     async def __aenter__(self) -> Fetcher:
         s = self.settings
@@ -180,11 +184,12 @@ class Fetcher:
         origin = f"{current.scheme}://{current.raw_host}:{current.port}"
         crawl_delay = await self._robots.check(current, origin) if options.obey_robots else None
         slot = self._slots.get(origin, crawl_delay)
+        large = self._large_bodies if options.max_bytes > self.settings.max_body_bytes else nullcontext()
         retries = self.settings.retries
         attempt = 0
         while True:
             try:
-                async with slot:
+                async with large, slot:
                     response = await self._request(url, current, options)
             except (aiohttp.ClientConnectorDNSError, aiohttp.ClientSSLError) as exc:
                 # a missing name or a bad certificate is not fixed by asking again
