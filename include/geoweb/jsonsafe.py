@@ -34,17 +34,30 @@ def parse_json(data: bytes, *, max_bytes: int, invalid: type[MalformedContent] =
     """
     if len(data) > max_bytes:
         raise UnsafeContent(f"JSON document of {len(data)} bytes is over the {max_bytes}-byte cap")
-
-    def no_constant(name: str) -> float:
-        raise ValueError(f"{name} is not a JSON number")
-
     try:
-        # parse_int=float: a 5000-digit integer becomes inf (refused where used) instead of a slow bignum
-        return json.loads(data, parse_constant=no_constant, parse_int=float)
+        return json.loads(data, parse_constant=_no_constant, parse_int=float)
     except RecursionError:
         raise UnsafeContent("JSON nested too deeply") from None
     except ValueError as exc:  # also JSONDecodeError and UnicodeDecodeError
         raise invalid(f"not JSON: {exc}") from None
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+# parse_int=float: a 5000-digit integer becomes inf (refused where used) instead of a slow bignum
+_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_int=float)
+
+
+def value_at(text: str, position: int) -> tuple[Any, int]:
+    """The JSON value starting at ``position`` of ``text`` and where it ends, read as ``parse_json`` reads
+    (for a document known only in part, such as the head of a file over the body cap). Raises ValueError
+    when none parses there."""
+    try:
+        return _DECODER.raw_decode(text, position)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
 
 
 def response_object(response: Response, *, max_bytes: int, invalid: type[MalformedContent]) -> dict:

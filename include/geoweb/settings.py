@@ -80,6 +80,14 @@ class Settings:
     revisit_min_interval: float = 3_600.0  # a service that changes at every check is checked this often
     revisit_max_interval: float = 30 * 86_400.0  # one that never changes (or is dead) at least this often
     revisit_dead_after: int = 5  # failed checks in a row that mark a resource dead (never deleted)
+    # --- lenient and bounded reading of large files (README, "Reliability") ---
+    # A ZIP over the download cap from a server that ignores Range is streamed to its end, keeping only its
+    # last 64 KiB (its central directory): at most this many bytes are streamed; more is left alone.
+    tail_stream_max_bytes: int = 200 * MB
+    # The peak resident memory one crawl process is built to stay under whatever it meets: every input path
+    # is bounded (KML streamed, shapefile headers only, bodies allowed past max_body_bytes one at a time);
+    # tests/hostile/test_memory_hostile.py measures it.
+    max_memory_bytes: int = 400 * MB
 
     def with_(self, **changes) -> Settings:
         return replace(self, **changes)

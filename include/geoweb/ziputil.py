@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from geoweb.errors import MalformedContent, UnsafeContent
@@ -27,6 +28,7 @@ MAX_MEMBERS = 10_000  # more is a hostile listing, not a data download
 # Small members of real data (a blank .dbf, a .prj) may compress better than the ratio cap; a bomb needs volume.
 RATIO_FLOOR_BYTES = 1024 * 1024
 _STORED, _DEFLATED = 0, 8
+CHUNK_BYTES = 1024 * 1024  # decompressed at a time: a member is checked without being held whole
 _FLAG_ENCRYPTED, _FLAG_UTF8 = 0x1, 0x800
 
 
@@ -162,30 +164,68 @@ class ZipReader:
         self.budget = max_bytes
 
     def read(self, entry: ZipEntry) -> bytes:
+        """The whole member, decompressed and checked (size, CRC, bomb limits)."""
+        return self.head(entry, None)
+
+    def head(self, entry: ZipEntry, length: int | None) -> bytes:
+        """The first ``length`` bytes of a member (None: all of it). The whole member is still decompressed
+        and checked (size, CRC, bomb limits), a chunk at a time: only the bytes kept are held."""
+        kept: list[bytes] = []
+        kept_bytes = 0
+        for chunk in self.stream(entry):
+            if length is None or kept_bytes < length:
+                piece = chunk if length is None else chunk[: length - kept_bytes]
+                kept.append(bytes(piece))
+                kept_bytes += len(piece)
+        return b"".join(kept)
+
+    def stream(self, entry: ZipEntry) -> Iterator[bytes | memoryview]:
+        """The member decompressed a chunk (``CHUNK_BYTES``) at a time, for a reader that never holds it
+        whole. The checks run as it goes (bomb limits) and after the last chunk (size, CRC): a consumer
+        must read to the end, where a failed check raises."""
         if entry.flags & _FLAG_ENCRYPTED:
             raise MalformedContent(f"member {entry.name!r} is encrypted")
         limit = min(self.budget, max(entry.compressed_size * self.max_ratio, RATIO_FLOOR_BYTES))
         if entry.size > limit:  # the claim alone is enough to refuse; the real count below catches liars
             raise UnsafeContent(self._too_big(entry, limit))
+        size = crc = 0
+        for chunk in self._chunks(entry, limit):
+            size += len(chunk)
+            if size > limit:
+                raise UnsafeContent(self._too_big(entry, limit))
+            crc = zlib.crc32(chunk, crc)
+            yield chunk
+        if size != entry.size or crc != entry.crc:
+            raise MalformedContent(f"member {entry.name!r}: size or CRC differs from its header")
+        self.budget -= size
+
+    def _chunks(self, entry: ZipEntry, limit: int) -> Iterator[bytes | memoryview]:
+        """The decompressed member in pieces of at most ``CHUNK_BYTES``, stopping just past ``limit``."""
         raw = self._compressed(entry)
         if entry.method == _STORED:
-            content = bytes(raw)
-        elif entry.method == _DEFLATED:
-            inflater = zlib.decompressobj(-zlib.MAX_WBITS)
-            try:
-                content = inflater.decompress(raw, limit + 1)
-            except zlib.error as exc:
-                raise MalformedContent(f"member {entry.name!r}: {exc}") from exc
-            if len(content) <= limit and not inflater.eof:
-                raise MalformedContent(f"member {entry.name!r}: compressed data truncated")
-        else:
+            for start in range(0, len(raw), CHUNK_BYTES):
+                yield raw[start : start + CHUNK_BYTES]
+            return
+        if entry.method != _DEFLATED:
             raise MalformedContent(f"member {entry.name!r}: unsupported compression method {entry.method}")
-        if len(content) > limit:
-            raise UnsafeContent(self._too_big(entry, limit))
-        if len(content) != entry.size or zlib.crc32(content) != entry.crc:
-            raise MalformedContent(f"member {entry.name!r}: size or CRC differs from its header")
-        self.budget -= len(content)
-        return content
+        inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+        pending: bytes | memoryview = raw
+        produced = 0
+        try:
+            while pending and produced <= limit:
+                chunk = inflater.decompress(pending, CHUNK_BYTES)
+                pending = inflater.unconsumed_tail
+                produced += len(chunk)
+                yield chunk
+                if inflater.eof:
+                    return
+            while produced <= limit and not inflater.eof and (chunk := inflater.decompress(b"", CHUNK_BYTES)):
+                produced += len(chunk)
+                yield chunk
+        except zlib.error as exc:
+            raise MalformedContent(f"member {entry.name!r}: {exc}") from exc
+        if produced <= limit and not inflater.eof:
+            raise MalformedContent(f"member {entry.name!r}: compressed data truncated")
 
     def member_end(self, entry: ZipEntry) -> int:
         """The offset just past a member's data, from its local header (whose extra field may differ in

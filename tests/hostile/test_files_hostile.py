@@ -66,7 +66,7 @@ def miss(detector, resp, caplog, ctx=None):
             "malformed",
         ),
         ("wrong namespace", b'<kml xmlns="http://example.com/kml"><Document/></kml>', "not_kml"),
-        ("no namespace", b"<kml><Document/></kml>", "not_kml"),
+        ("other root without namespace", b"<kmlx><Document/></kmlx>", "not_kml"),
         ("empty body", b"", "malformed"),
         ("binary garbage", os.urandom(2000), "malformed"),
     ],
@@ -85,10 +85,48 @@ def test_error_status_is_no_resource_whatever_the_body(caplog, tmp_path, detecto
     assert stats[f"{detector.name}/miss/http_status"] == 1
 
 
-def test_truncated_kml_is_no_resource(caplog):
-    resp = response("http://h/parks.kml", PARKS_KML[:200], complete=False)
-    message, _ = miss(KMLDetector(), resp, caplog)
-    assert "incomplete" in message
+def test_kml_over_the_kml_cap_is_no_resource(caplog, tmp_path):
+    """A plain KML the body cap cut is fetched again, but no further than kml_max_bytes."""
+    path = tmp_path / "parks.kml"
+    path.write_bytes(PARKS_KML[:-6] + b"<!--" + b" " * (3 * MB) + b"--></kml>")
+    settings = Settings(max_body_bytes=1 * MB, kml_max_bytes=2 * MB)
+
+    async def run():
+        async with serve({"/parks.kml": file_handler(path)}) as base:
+            fetch = LoopbackFetch(settings)
+            first = await fetch(f"{base}/parks.kml")
+            ctx = context(fetch, settings=settings)
+            with caplog.at_level(logging.INFO, logger="geoweb.detect"):
+                return await KMLDetector().detect(first, ctx), fetch, ctx.stats
+
+    found, fetch, stats = asyncio.run(run())
+    assert found == [] and stats["kml/miss/unsafe_content"] == 1
+    assert "over the 2097152-byte KML cap" in caplog.records[-1].getMessage()
+    assert fetch.bytes < 2 * MB + 64 * 1024 + 1  # neither read ran past its cap
+
+
+def test_html_at_a_kml_url_over_the_body_cap_is_not_fetched_again(caplog, tmp_path):
+    path = tmp_path / "parks.kml"
+    path.write_bytes(SOFT_404 + b" " * (2 * MB))
+    settings = Settings(max_body_bytes=1 * MB)
+
+    async def run():
+        async with serve({"/parks.kml": range_ignoring_handler(path)}) as base:
+            fetch = LoopbackFetch(settings)
+            first = await fetch(f"{base}/parks.kml")
+            with caplog.at_level(logging.INFO, logger="geoweb.detect"):
+                return await KMLDetector().detect(first, context(fetch, settings=settings)), fetch
+
+    found, fetch = asyncio.run(run())
+    # the crawl's GET and a Range request for the head, both left unread (each announced over its cap)
+    assert found == [] and fetch.requests == 2 and fetch.bytes == 0
+    assert "(range_unsupported)" in caplog.records[-1].getMessage()
+
+
+def test_html_cut_at_the_body_cap_is_not_fetched_again(caplog):
+    resp = response("http://h/parks.kml", SOFT_404 + b" " * 1000, complete=False)
+    message, stats = miss(KMLDetector(), resp, caplog)  # no fetch: the cut body's head tells
+    assert "(not_kml)" in message and stats["kml/large_files"] == 0
 
 
 def test_kmz_bomb_by_ratio(caplog):
@@ -202,15 +240,26 @@ def big_zip(tmp_path_factory):
     return path
 
 
-def test_server_ignoring_range_is_not_downloaded(caplog, big_zip):
-    resources, message, fetch, stats = asyncio.run(range_miss(range_ignoring_handler(big_zip), caplog))
-    assert resources == []
-    assert "(range_unsupported)" in message and "HTTP 200" in message
-    assert fetch.requests == 1 and fetch.bytes == 0  # Content-Length over the cap: the body is never read
-    assert stats["shapefile/miss/range_unsupported"] == 1
+async def range_found(handler, settings=None):
+    """The crawl's GET and the detector on a big ZIP served by ``handler``: (resources, fetch, stats)."""
+    async with serve({"/big.zip": handler}) as base:
+        first = await LoopbackFetch(settings)(f"{base}/big.zip")
+        fetch = LoopbackFetch(settings)
+        ctx = context(fetch, settings=settings)
+        return await ShapefileDetector().detect(first, ctx), fetch, ctx.stats
 
 
-def test_server_ignoring_range_costs_no_download_through_the_project_fetcher(caplog, big_zip):
+def test_server_ignoring_range_gives_the_directory_from_the_end_of_a_streamed_get(big_zip):
+    [resource], fetch, stats = asyncio.run(range_found(range_ignoring_handler(big_zip)))
+    assert [d.name for d in resource.datasets] == ["parcels"]
+    assert resource.extra["archive_bytes"] == big_zip.stat().st_size
+    # the Range request, left unread (Content-Length over its cap), then the GET streamed to its end
+    assert fetch.sent == [{"Range": f"bytes=-{TAIL_BYTES}"}, {"tail": True}]
+    assert fetch.bytes == TAIL_BYTES and fetch.streamed == big_zip.stat().st_size
+    assert stats["shapefile/tail_streams"] == 1
+
+
+def test_the_streamed_tail_through_the_project_fetcher_keeps_only_the_tail(caplog, big_zip):
     settings = Settings(allowed_hosts=frozenset({"127.0.0.1"}), obey_robots=False)
 
     async def run():
@@ -219,15 +268,18 @@ def test_server_ignoring_range_costs_no_download_through_the_project_fetcher(cap
             resources = await ShapefileDetector().detect(first, context(fetcher.get, settings=settings))
             return resources, fetcher.stats
 
-    with caplog.at_level(logging.INFO, logger="geoweb.detect"):
-        resources, stats = asyncio.run(run())
-    assert resources == []
-    assert (stats["fetch/requests"], stats["fetch/bytes"]) == (2, 0)
-    assert any("(range_unsupported)" in r.getMessage() for r in caplog.records if r.name == "geoweb.detect")
+    [resource], stats = asyncio.run(run())
+    assert resource.extra["files"] == ["data/parcels.shp"]
+    assert (stats["fetch/requests"], stats["fetch/bytes"]) == (3, TAIL_BYTES)
+    assert stats["fetch/tail_streamed_bytes"] == big_zip.stat().st_size
 
 
-def test_server_streaming_whole_file_without_length_stops_at_the_tail_size(caplog, big_zip):
-    async def chunked(request):
+def test_a_streamed_tail_stops_at_its_cap(caplog, big_zip):
+    settings = Settings(
+        allowed_hosts=frozenset({"127.0.0.1"}), obey_robots=False, tail_stream_max_bytes=4 * MB
+    )
+
+    async def chunked(request):  # no Content-Length: the cap is met while streaming
         answer = web.StreamResponse(headers={"Content-Type": "application/zip"})
         await answer.prepare(request)
         data = big_zip.read_bytes()
@@ -235,25 +287,38 @@ def test_server_streaming_whole_file_without_length_stops_at_the_tail_size(caplo
             await answer.write(data[start : start + MB])
         return answer
 
-    resources, message, fetch, _ = asyncio.run(range_miss(chunked, caplog))
-    assert resources == [] and "(range_unsupported)" in message
-    assert fetch.bytes == TAIL_BYTES  # cut at the size of the tail it asked for
+    async def run():
+        async with serve({"/big.zip": chunked}) as base, Fetcher(settings) as fetcher:
+            first = await fetcher.get(f"{base}/big.zip")
+            with caplog.at_level(logging.INFO, logger="geoweb.detect"):
+                resources = await ShapefileDetector().detect(first, context(fetcher.get, settings=settings))
+            return resources, fetcher.stats
+
+    resources, stats = asyncio.run(run())
+    assert resources == [] and stats["fetch/tail_streamed_bytes"] == 0
+    assert any("over 4194304 bytes; not streamed" in r.getMessage() for r in caplog.records)
 
 
-def test_server_answering_the_wrong_range(caplog, big_zip):
-    resources, message, _, _ = asyncio.run(range_miss(wrong_range_handler(big_zip), caplog))
-    assert resources == []
-    assert "(range_unsupported)" in message and "bytes 0-65535" in message
+@pytest.mark.parametrize(
+    "handler",
+    [
+        wrong_range_handler,  # 206 with the first bytes labelled as asked
+        lambda path: _refusing_range(path),  # 416 to any Range
+    ],
+    ids=["wrong range", "416"],
+)
+def test_a_server_answering_range_wrongly_gives_the_directory_from_a_streamed_get(big_zip, handler):
+    [resource], fetch, _ = asyncio.run(range_found(handler(big_zip)))
+    assert [d.name for d in resource.datasets] == ["parcels"] and fetch.sent[-1] == {"tail": True}
 
 
-def test_server_refusing_range(caplog, big_zip):
+def _refusing_range(path):
     async def refuse_range(request):
         if "Range" in request.headers:
-            return web.Response(status=416, headers={"Content-Range": f"bytes */{big_zip.stat().st_size}"})
-        return web.Response(body=big_zip.read_bytes())
+            return web.Response(status=416, headers={"Content-Range": f"bytes */{path.stat().st_size}"})
+        return web.Response(body=path.read_bytes())
 
-    resources, message, _, _ = asyncio.run(range_miss(refuse_range, caplog))
-    assert resources == [] and "HTTP 416" in message
+    return refuse_range
 
 
 def test_tail_that_is_not_a_zip(caplog, tmp_path):

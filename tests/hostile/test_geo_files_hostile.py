@@ -69,8 +69,8 @@ def test_geojson_over_the_cap_or_cut_or_404(caplog):
     assert miss(GeoJSONDetector(), response("http://h/a.geojson", body), caplog, small)[1] == {
         "geojson/miss/unsafe_content": 1
     }
-    cut = response("http://h/a.geojson", body, complete=False)
-    assert miss(GeoJSONDetector(), cut, caplog)[1] == {"geojson/miss/malformed": 1}
+    cut = response("http://h/a.geojson", body, complete=False)  # a Feature cut: only collections are read so
+    assert miss(GeoJSONDetector(), cut, caplog)[1] == {"geojson/miss/not_geojson": 1}
     gone = response("http://h/a.geojson", b"<html>Not found</html>", status=404)
     assert miss(GeoJSONDetector(), gone, caplog)[1] == {"geojson/miss/http_status": 1}
 

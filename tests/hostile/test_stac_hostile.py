@@ -77,7 +77,8 @@ def miss(body: bytes, caplog, *, ctx=None, **kwargs) -> tuple[str, dict]:
         ("no root: href a number", doc(type="Collection", links=[{"rel": "root", "href": 5}]), "no_root"),
         ("no root: javascript", doc(links=[{"rel": "root", "href": "javascript:alert(1)"}]), "no_root"),
         ("no root: file URL", doc(links=[{"rel": "root", "href": "file:///etc/passwd"}]), "no_root"),
-        ("item without root", doc(type="Feature", links=[{"rel": "self", "href": "x.json"}]), "no_root"),
+        ("item: root a file URL", doc(type="Feature", links=[{"rel": "root", "href": "file:///x.json"}]), "no_root"),
+        ("item: collection unfollowable", doc(type="Feature", links=[{"rel": "collection", "href": 7}]), "no_root"),
     ],
 )  # fmt: skip
 def test_hostile_documents(name, body, reason, caplog):

@@ -10,8 +10,8 @@ import pytest
 from aiohttp.abc import AbstractResolver
 
 from geoweb.errors import BlockedAddress
-from geoweb.fetch.addressguard import AddressGuard, GuardedResolver, is_public_address
-from tests.hostile.servers import PAGE, HostileServer
+from geoweb.fetch.addressguard import AddressGuard, GuardedResolver, is_public_address, parse_ipv4_legacy
+from tests.hostile.servers import PAGE, HostileServer, fetch_each, loopback_settings
 
 NON_PUBLIC = [
     "10.1.2.3",  # private
@@ -154,3 +154,83 @@ def test_the_connection_goes_to_the_checked_address_without_a_second_lookup():
     # two connections (force_close), one lookup: the cached, already checked answer was reused
     assert inner.lookups == {"geo.test": 1, "evil.test": 1}
     assert server.paths() == ["/ok", "/ok"]
+
+
+# Spellings of 127.0.0.1 that inet_aton (and so the system resolver, curl, older aiohttp) reads as loopback.
+LOOPBACK_SPELLINGS = [
+    "127.1",
+    "127.0.1",
+    "2130706433",
+    "0177.0.0.1",
+    "0x7f000001",
+    "0x7f.1",
+    "0x7F.0.0.1",
+    "0177.0x0.1",  # mixed forms
+    "017700000001",
+    "127.0.0.1.",  # final dot
+]
+
+
+@pytest.mark.parametrize("host", LOOPBACK_SPELLINGS)
+def test_legacy_ipv4_spellings_are_read_as_inet_aton_reads_them(host):
+    assert parse_ipv4_legacy(host) == ip_address("127.0.0.1")
+    assert socket.inet_aton(host.rstrip(".")) == socket.inet_aton("127.0.0.1")  # the C library agrees
+
+
+@pytest.mark.parametrize(
+    ("host", "address"),
+    [
+        ("0", "0.0.0.0"),
+        ("10.1", "10.0.0.1"),
+        ("169.254.43518", "169.254.169.254"),
+        ("0xa9fea9fe", "169.254.169.254"),
+    ],
+)
+def test_legacy_spellings_of_other_addresses(host, address):
+    assert parse_ipv4_legacy(host) == ip_address(address)
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["example.org", "1.2.3.4.5", "256.1.1.1", "1.256.1.1", "1.2.65536", "4294967296", "08.0.0.1", "0x1g", ""],
+)
+def test_what_is_no_inet_aton_address(host):
+    assert parse_ipv4_legacy(host) is None
+
+
+@pytest.mark.parametrize("host", [*LOOPBACK_SPELLINGS, "0xa9fea9fe", "10.1"])
+def test_every_spelling_of_a_non_public_address_is_refused_before_the_request(host):
+    stats = Counter()
+    with pytest.raises(BlockedAddress, match="non-public"):
+        AddressGuard(stats=stats).check_literal(host, 80)
+    assert stats["guard/blocked"] == 1
+
+
+@pytest.mark.parametrize("host", ["1.2.3.456", "08.0.0.1", "example.0x1f", "a.b.99999999999"])
+def test_a_host_ending_in_a_number_that_is_no_address_is_refused(host):
+    with pytest.raises(BlockedAddress, match="no IPv4 address"):
+        AddressGuard().check_literal(host, 80)
+
+
+def test_a_public_address_in_a_legacy_spelling_passes():
+    AddressGuard().check_literal("134744072", 80)  # 8.8.8.8
+    AddressGuard().check_literal("8.8.2056", 80)
+
+
+def test_allowed_entries_and_hosts_are_compared_in_their_canonical_spelling():
+    guard = AddressGuard(frozenset({"127.0.0.1:8080"}))
+    guard.check_literal("127.1", 8080)
+    guard.check_literal("0x7f000001", 8080)
+    with pytest.raises(BlockedAddress):
+        guard.check_literal("127.1", 8081)
+    AddressGuard(frozenset({"0177.1"})).check_literal("127.0.0.1", 9)
+
+
+@pytest.mark.parametrize("host", LOOPBACK_SPELLINGS)
+def test_no_spelling_of_loopback_reaches_a_port_that_is_not_allowed(host):
+    # The allowed server is on loopback too: only its port may be reached, whatever the client would accept.
+    with HostileServer() as allowed, HostileServer() as other:
+        settings = loopback_settings(allowed)
+        [result] = fetch_each(settings, f"http://{host}:{other.port}/ok")
+    assert isinstance(result, BlockedAddress), result
+    assert other.seen == []

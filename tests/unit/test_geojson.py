@@ -8,6 +8,7 @@ import pytest
 from shapely.geometry import LineString, Point, Polygon
 
 from geoweb.detect.geojson import GeoJSONDetector
+from geoweb.settings import Settings
 from tests.data.files.make_fixtures import LoopbackFetch, context, file_handler, response, serve
 
 TYPES = ("GEOJSON",)
@@ -114,3 +115,72 @@ def test_bare_geometry_and_nested_geometry_collection():
 def test_not_wanted_type_is_skipped():
     body = b'{"type": "Feature", "geometry": null}'
     assert detect(response("http://h/a.geojson", body), context(types=("KML",))) == []
+
+
+# --- over the body cap: identified from its first 64 KiB ----------------------------------------------------
+
+
+def served_over_the_cap(path, handler=file_handler, max_body_bytes=1024 * 1024):
+    """What the crawl and the detector do with ``path`` under a body cap of ``max_body_bytes``."""
+    settings = Settings(max_body_bytes=max_body_bytes)
+
+    async def run():
+        async with serve({"/big.geojson": handler(path)}) as base:
+            first = await LoopbackFetch(settings)(f"{base}/big.geojson")
+            fetch = LoopbackFetch(settings)
+            ctx = context(fetch, settings=settings, types=TYPES)
+            return first, fetch, await GeoJSONDetector().detect(first, ctx), ctx.stats
+
+    return asyncio.run(run())
+
+
+def test_a_gdal_feature_collection_over_the_body_cap_is_identified_from_its_head(tmp_path):
+    lines = [LineString([(14 + i / 10_000, 44), (14 + i / 10_000, 45)]) for i in range(30_000)]
+    path = write_geojson(tmp_path, "contours", lines, WRITE_BBOX="YES")
+    assert path.stat().st_size > 2 * 1024 * 1024
+    first, fetch, [resource], stats = served_over_the_cap(path)
+    assert not first.complete
+    assert (resource.type, resource.title) == ("GEOJSON", "contours")
+    assert resource.bbox == (14.0, 44.0, 14 + 29_999 / 10_000, 45.0)  # GDAL's bbox member, not guessed
+    assert resource.extra == {
+        "type": "FeatureCollection",
+        "features": None,
+        "geometry_types": ["LineString"],
+        "read": "head",
+    }
+    assert resource.content_sha256 is None
+    assert fetch.sent == [{"Range": "bytes=0-65535"}] and fetch.bytes <= 65536
+    assert stats["geojson/large_files"] == 1
+
+
+def test_over_the_cap_without_a_bbox_member_the_box_is_unknown(tmp_path):
+    points = [Point(14 + i / 100_000, 44.5) for i in range(40_000)]
+    path = write_geojson(tmp_path, "stations", points)
+    _, _, [resource], _ = served_over_the_cap(path)
+    assert resource.bbox is None and resource.datasets[0].bbox is None
+    assert resource.extra["geometry_types"] == ["Point"]
+
+
+@pytest.mark.parametrize(
+    ("name", "prefix", "reason"),
+    [
+        ("projected first feature", b'{"type": "FeatureCollection", "features": [{"type": "Feature", "properties": {}, '
+         b'"geometry": {"type": "Point", "coordinates": [500000, 5000000]}}', "outside WGS84"),
+        ("first feature longer than the head", b'{"type": "FeatureCollection", "features": [{"type": "Feature", '
+         b'"geometry": {"type": "LineString", "coordinates": [' + b"[1, 2], " * 20_000, "does not end"),
+        ("no FeatureCollection", b'{"type": "Topology", "features": [{"type": "Feature"}', "no FeatureCollection"),
+        ("a STAC search page", b'{"type": "FeatureCollection", "stac_version": "1.0.0", "features": [{"type": "Feature", '
+         b'"geometry": null, "properties": {}}', "STAC"),
+        ("an API page", b'{"type": "FeatureCollection", "numberMatched": 90000, "features": [{"type": "Feature", '
+         b'"geometry": null, "properties": {}}', "API's items"),
+        ("no features array", b'{"type": "FeatureCollection", "name": "' + b"x" * 70_000, "no features array"),
+    ],
+)  # fmt: skip
+def test_a_head_that_proves_no_geojson_file_is_a_miss(tmp_path, caplog, name, prefix, reason):
+    path = tmp_path / "big.geojson"
+    path.write_bytes(prefix + b" " * (2 * 1024 * 1024))
+    with caplog.at_level("INFO", logger="geoweb.detect"):
+        _, fetch, found, stats = served_over_the_cap(path)
+    assert found == [] and stats["geojson/miss/not_geojson"] == 1
+    assert reason in caplog.records[-1].getMessage()
+    assert fetch.bytes <= 65536

@@ -1,13 +1,24 @@
-"""GeoTIFF/COG detection from the TIFF header: files written by the GDAL command-line programs at test time."""
+"""GeoTIFF/COG detection from the TIFF header, placed by GDAL: files written by the GDAL command-line programs and
+GDAL's bindings (rasterio) at test time."""
 
 import asyncio
+import struct
 import subprocess
+import warnings
 
 import pytest
 from pyproj import Transformer
+from rasterio.errors import NotGeoreferencedWarning
 
 from geoweb.detect.geotiff import HEADER_BYTES, GeoTIFFDetector
-from tests.data.files.make_fixtures import LoopbackFetch, context, file_handler, response, serve
+from tests.data.files.make_fixtures import (
+    LoopbackFetch,
+    context,
+    file_handler,
+    geotiff_cases,
+    response,
+    serve,
+)
 
 TYPES = ("GEOTIFF",)
 UTM = (500000.0, 5000000.0, 520000.0, 5020000.0)
@@ -182,3 +193,79 @@ def test_plain_tiff_is_not_a_geotiff(files):
     ctx = context(types=TYPES)
     assert detect(response("http://h/plain.tif", files["plain"].read_bytes()), ctx) == []
     assert ctx.stats["geotiff/miss/not_geotiff"] == 1
+
+
+# --- CRS and footprint by GDAL: the shapes of tests/data/files/README.md, downloaded whole or read by Range ---
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory):
+    with warnings.catch_warnings():
+        warnings.simplefilter(
+            "ignore", NotGeoreferencedWarning
+        )  # the far directory's file starts without one
+        return geotiff_cases(tmp_path_factory.mktemp("cases"))
+
+
+def expected_footprint(crs, extent):
+    if crs is None:
+        return None
+    return Transformer.from_crs(crs, "EPSG:4326", always_xy=True).transform_bounds(*extent, densify_pts=21)
+
+
+CASES = [
+    "user_defined",
+    "prime_meridian",
+    "grads",
+    "pixel_is_point",
+    "esri_wkt",
+    "long_keys",
+    "directory_far",
+    "unknown_crs",
+]
+
+
+@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("complete", [True, False], ids=["downloaded", "range"])
+def test_gdal_places_every_crs_it_knows_and_leaves_the_rest_null(cases, name, complete):
+    path, crs, extent = cases[name]
+    fetch = LoopbackFetch()
+    [resource] = detect_served(path, fetch, complete=complete)
+    expected = expected_footprint(crs, extent)
+    if expected is None:
+        assert resource.bbox is None and resource.datasets[0].bbox is None  # never raw numbers as degrees
+    else:
+        assert resource.bbox == pytest.approx(expected, abs=1e-9)
+    assert resource.extra["inspected"] == ("download" if complete else "range")
+
+
+def test_the_crs_is_named_by_its_epsg_code_or_its_wkt(cases):
+    found = {name: detect(response(f"http://h/{name}.tif", cases[name][0].read_bytes()))[0] for name in CASES}
+    assert found["grads"].extra["crs"] == "EPSG:4807"
+    assert found["long_keys"].extra["crs"] == "EPSG:32633"
+    assert found["prime_meridian"].extra["crs"].startswith('GEOGCS["NTF (Paris) in degrees"')
+    assert 'PRIMEM["Paris",2.33722917' in found["prime_meridian"].extra["crs"]
+    for name in ("user_defined", "esri_wkt"):
+        assert "Transverse_Mercator" in found[name].extra["crs"] and "15.5" in found[name].extra["crs"]
+
+
+def test_a_directory_beyond_the_head_costs_one_more_range_request(cases):
+    path = cases["directory_far"][0]
+    assert path.stat().st_size > HEADER_BYTES
+    fetch = LoopbackFetch()
+    ctx = context(fetch, types=TYPES)
+
+    async def run():
+        async with serve({"/far.tif": file_handler(path)}) as base:
+            seen = response(base + "/far.tif", b"", headers={"content-type": "image/tiff"}, complete=False)
+            return await GeoTIFFDetector().detect(seen, ctx)
+
+    [resource] = asyncio.run(run())
+    (offset,) = struct.unpack_from("<I", path.read_bytes(), 4)
+    assert offset > HEADER_BYTES
+    assert fetch.sent == [
+        {"Range": f"bytes=0-{HEADER_BYTES - 1}"},
+        {"Range": f"bytes={offset}-{offset + HEADER_BYTES - 1}"},
+    ]
+    assert ctx.stats["geotiff/range_requests"] == 2 and ctx.stats["geotiff/directory_further_in"] == 1
+    assert resource.extra["crs"] == "EPSG:32633"

@@ -19,6 +19,7 @@ from tests.data.files.make_fixtures import (
     context,
     file_handler,
     kml_bytes,
+    legacy_kml,
     response,
     serve,
     zip_bytes,
@@ -29,6 +30,10 @@ KMZ_HEADERS = {"content-type": "application/vnd.google-earth.kmz"}
 
 def detect(resp, ctx=None):
     return asyncio.run(KMLDetector().detect(resp, ctx or context()))
+
+
+def datasets(resource):
+    return [(d.name, d.bbox, d.extra) for d in resource.datasets]
 
 
 @pytest.mark.parametrize(
@@ -69,7 +74,7 @@ def test_kml_document_extracted():
     assert resource.extra == {"placemarks": 4, "format": "kml"}
     # Point, LinearRing, LineString and gx:Track coordinates all count.
     assert resource.bbox == (9.0, 44.0, 12.75, 47.5)
-    assert [(d.name, d.bbox, d.extra) for d in resource.datasets] == [
+    assert datasets(resource) == [
         ("Parks", (10.5, 45.25, 11.5, 46.5), {"placemarks": 2}),
         ("Trails", (9.0, 44.0, 12.75, 47.5), {"placemarks": 2}),
     ]
@@ -90,19 +95,6 @@ def test_version_from_namespace(namespace, version):
     [resource] = detect(response("http://h/a.kml", doc))
     assert resource.version == version
     assert resource.bbox == (1.0, 2.0, 1.0, 2.0)
-
-
-def test_document_without_folders_is_one_dataset():
-    doc = kml_bytes(
-        "<Document><name> Stations </name>"
-        "<Placemark><Point><coordinates>-120.5,35.25</coordinates></Point></Placemark>"
-        "<Placemark><Point><coordinates>-119,36,100</coordinates></Point></Placemark></Document>"
-    )
-    [resource] = detect(response("http://h/stations.kml", doc))
-    assert [(d.name, d.bbox, d.extra) for d in resource.datasets] == [
-        ("Stations", (-120.5, 35.25, -119.0, 36.0), {"placemarks": 2})
-    ]
-    assert resource.abstract is None
 
 
 def test_bad_and_out_of_range_coordinates_are_skipped():
@@ -203,3 +195,86 @@ def test_kmz_by_range_with_a_long_member_extra_field(tmp_path, monkeypatch):
         archive.writestr("files/photo.jpg", os.urandom(12 * MB))
     _, fetch, [resource], _ = asyncio.run(crawl_and_detect(file_handler(path)))
     assert resource.title == "City parks" and fetch.requests == 3
+
+
+# --- lenient reading: a kml root without namespace; plain KML over the body cap ------------------------------
+
+
+def test_kml_root_without_namespace_is_kml_of_unknown_version():
+    doc = legacy_kml(placemarks=1119)
+    resp = response("http://h/export/stations.kml", doc)
+    assert KMLDetector().accepts(resp)
+    [resource] = detect(resp)
+    assert (resource.type, resource.version, resource.title) == ("KML", None, "TopLevel")
+    assert resource.extra == {"placemarks": 1119, "format": "kml"}
+    assert resource.bbox == (13.0, 43.0, 15.99, 44 + 149 / 75)
+    assert [(d.name, d.extra["placemarks"]) for d in resource.datasets] == [
+        ("SubFolder1", 559),
+        ("SubFolder2", 559),
+    ]
+    assert resource.datasets[0].bbox == resource.datasets[1].bbox == (14.0, 44.0, 15.99, 44 + 149 / 75)
+    # (the line at the document's root counts for the file, not for a folder)
+
+
+def test_a_namespace_less_kml_inside_a_kmz():
+    [resource] = detect(response("http://h/a.kmz", zip_bytes({"doc.kml": legacy_kml(placemarks=3)})))
+    assert (resource.version, resource.extra) == (None, {"placemarks": 3, "format": "kmz"})
+
+
+@pytest.mark.parametrize(
+    ("body", "title", "abstract", "expected"),
+    [
+        (  # a document without folders is one dataset, named after it
+            "<Document><name> Stations </name>"
+            "<Placemark><Point><coordinates>-120.5,35.25</coordinates></Point></Placemark>"
+            "<Placemark><Point><coordinates>-119,36,100</coordinates></Point></Placemark></Document>",
+            "Stations",
+            None,
+            [("Stations", (-120.5, 35.25, -119.0, 36.0), {"placemarks": 2})],
+        ),
+        (  # kml/Folder as the container: its folders are the datasets; a placemark's name is no title
+            "<Folder><name>Outer</name><description>About</description>"
+            "<Placemark><name>not a title</name><Point><coordinates>1,2</coordinates></Point></Placemark>"
+            "<Folder><name>A</name><Placemark><name>inner</name></Placemark></Folder></Folder>",
+            "Outer",
+            "About",
+            [("A", None, {"placemarks": 1})],
+        ),
+    ],
+)
+def test_container_title_and_datasets(body, title, abstract, expected):
+    [resource] = detect(response("http://h/stations.kml", kml_bytes(body)))
+    assert (resource.title, resource.abstract) == (title, abstract)
+    assert datasets(resource) == expected
+
+
+def big_kml(placemarks: int) -> bytes:
+    points = "".join(
+        f"<Placemark><name>Station {i:07d}</name><description>{'x' * 40}</description>"
+        f"<Point><coordinates>{15 + i / 10**7:.7f},45.5,0</coordinates></Point></Placemark>"
+        for i in range(placemarks)
+    )
+    return kml_bytes(f"<Document><name>Stations</name>{points}</Document>")
+
+
+def test_plain_kml_over_the_body_cap_is_fetched_again_under_the_kml_cap(tmp_path):
+    path = tmp_path / "stations.kml"
+    path.write_bytes(big_kml(120_000))
+    assert path.stat().st_size > 2 * MB
+    settings = Settings(max_body_bytes=1 * MB)
+
+    async def run():
+        async with serve({"/stations.kml": file_handler(path)}) as base:
+            first = await LoopbackFetch(settings)(f"{base}/stations.kml")
+            fetch = LoopbackFetch(settings)
+            ctx = context(fetch, settings=settings)
+            return first, fetch, await KMLDetector().detect(first, ctx), ctx.stats
+
+    first, fetch, [resource], stats = asyncio.run(run())
+    assert not first.complete
+    assert resource.extra == {"placemarks": 120_000, "format": "kml"}
+    assert resource.bbox == (15.0, 45.5, 15 + 119_999 / 10**7, 45.5)
+    assert resource.content_sha256 is not None  # the second download is the whole file
+    # the crawl read nothing (Content-Length over the cap): one Range request for the head, then the file
+    assert fetch.sent == [{"Range": "bytes=0-65535"}, {}]
+    assert stats["kml/large_files"] == 1

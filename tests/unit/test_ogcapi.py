@@ -21,6 +21,7 @@ from geoweb.detect.ogcapi import (
     landing_by_path,
     landing_url,
 )
+from geoweb.errors import ConnectionFailed
 from geoweb.fetch.response import Response
 from geoweb.models import OGCAPI_TYPES
 from geoweb.settings import Settings
@@ -354,7 +355,15 @@ def test_a_miss_is_logged_and_counted_with_its_reason(caplog):
     doc = {"links": [{"rel": "conformance", "href": "http://h/api/conformance"}]}
     with caplog.at_level(logging.INFO, logger="geoweb.detect"):
         assert detect(response("http://h/api", json.dumps(doc).encode()), ctx) == []
-    assert ctx.stats == Counter({"ogcapi/probe": 1, "ogcapi/miss/not_ogcapi": 1})
+    # the conformance, then the collections of the fallback: both 404
+    assert ctx.stats == Counter(
+        {
+            "ogcapi/probe": 2,
+            "ogcapi/conformance_unread": 1,
+            "ogcapi/unread/http_status": 1,
+            "ogcapi/miss/not_ogcapi": 1,
+        }
+    )
     assert "http://h/api/conformance was not read: HTTP 404" in caplog.text
 
 
@@ -382,3 +391,91 @@ def test_a_server_answering_html_to_accept_is_asked_with_f_json():
         "http://h/collections",
         "http://h/collections?f=json",
     ]
+
+
+# --- lenient reading: conformance missing or broken; collections without links (tests/data/ogcapi/spec) ---
+
+SPEC = "http://data.example.org"
+
+
+def spec(name: str) -> bytes:
+    return (DATA / "spec" / name).read_bytes()
+
+
+def spec_datasets(resource) -> list[tuple]:
+    return [(d.name, d.title, d.bbox) for d in resource.datasets]
+
+
+SPEC_DATASETS = [
+    ("buildings", "Buildings", (14.1, 44.2, 15.3, 45.1)),
+    ("roads", "Roads", (14.0, 44.0, 15.9, 45.8)),
+    ("harbours", "Harbour Areas", (14.5, 44.5, 14.9, 44.9)),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "conformance"),
+    [
+        ("missing", None),  # the link answers 404
+        ("an HTML error page", (200, "text/html", b"<html><body>Internal error</body></html>")),
+        ("cut JSON", spec("conformance.json")[:-20]),
+        (
+            "conformsTo not a list",
+            b'{"conformsTo": {"core": true}}',
+        ),
+        ("unreachable", ConnectionFailed("connection refused")),
+    ],
+)
+def test_a_broken_conformance_falls_back_to_the_links_of_the_collections(name, conformance, caplog):
+    pages = {f"{SPEC}/collections": spec("collections.json")}
+    if conformance is not None:
+        pages[f"{SPEC}/conformance"] = conformance
+    web = APIWeb(pages)
+    ctx = web.context()
+    with caplog.at_level(logging.INFO, logger="geoweb.detect"):
+        [features] = detect(response(f"{SPEC}/", spec("landing.json")), ctx)
+    assert (features.url, features.type, features.version) == (f"{SPEC}/", "OGCAPI-FEATURES", None)
+    assert features.title == "Buildings in the coastal region"
+    assert spec_datasets(features) == SPEC_DATASETS
+    assert features.bbox == (14.0, 44.0, 15.9, 45.8)
+    assert features.extra["conformance"] == []
+    assert features.extra["conformance_unread"].startswith(f"its conformance declaration {SPEC}/conformance")
+    assert ctx.stats["ogcapi/conformance_unread"] == 1 and ctx.stats["ogcapi/found/OGCAPI-FEATURES"] == 1
+    assert "its APIs are read from its links" in caplog.text
+
+
+def test_a_broken_conformance_and_collections_without_links_is_no_api(caplog):
+    web = APIWeb({f"{SPEC}/collections": spec("collections-without-links.json")})
+    ctx = web.context()
+    with caplog.at_level(logging.INFO, logger="geoweb.detect"):
+        assert detect(response(f"{SPEC}/", spec("landing.json")), ctx) == []
+    assert ctx.stats["ogcapi/miss/not_ogcapi"] == 1
+    assert "neither its links nor its collections show an OGC API" in caplog.text
+
+
+def test_collections_without_links_belong_to_the_one_api_declared():
+    web = APIWeb(
+        {
+            f"{SPEC}/conformance": spec("conformance.json"),
+            f"{SPEC}/collections": spec("collections-without-links.json"),
+        }
+    )
+    [features] = detect(response(f"{SPEC}/", spec("landing.json")), web.context())
+    assert (features.type, features.version) == ("OGCAPI-FEATURES", "1.0")
+    assert spec_datasets(features) == SPEC_DATASETS
+    assert "conformance_unread" not in features.extra
+
+
+def test_collections_without_links_under_two_apis_are_no_ones():
+    classes = [
+        "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core",
+        "http://www.opengis.net/spec/ogcapi-maps-1/1.0/conf/core",
+    ]
+    web = APIWeb(
+        {
+            f"{SPEC}/conformance": json.dumps({"conformsTo": classes}).encode(),
+            f"{SPEC}/collections": spec("collections-without-links.json"),
+        }
+    )
+    found = detect(response(f"{SPEC}/", spec("landing.json")), web.context())
+    assert sorted((r.type, r.datasets) for r in found) == [("OGCAPI-FEATURES", []), ("OGCAPI-MAPS", [])]

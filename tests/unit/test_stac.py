@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from geoweb.detect.geojson import GeoJSONDetector
 from geoweb.detect.stac import STACDetector, canonical_url
 from geoweb.models import sha256
 from geoweb.settings import Settings
@@ -201,3 +202,81 @@ def test_accepts_by_content_only():
 )
 def test_canonical_url(url, canonical):
     assert canonical_url(url) == canonical
+
+
+# --- items and item pages: a STAC resource or nothing (docs/stac.md) ----------------------------------------
+
+
+def item_document(name: str) -> bytes:
+    return (DATA / "items" / name).read_bytes()
+
+
+def test_a_lone_item_is_a_stac_resource_of_its_own_and_not_a_geojson_file():
+    body = item_document("lone-item.json")
+    page = response(
+        "http://h/scenes/SC2-20240612_101502_07.json", body, headers={"content-type": "application/json"}
+    )
+    ctx = context()  # no request: a lone item leads nowhere
+    [resource] = asyncio.run(STACDetector().detect(page, ctx))
+    assert (resource.url, resource.type, resource.version) == (page.url, "STAC", "1.0.0")
+    assert (resource.title, resource.abstract, resource.provider) == (
+        "A coastal SC2 scene",
+        "Four-band analytic scene over the coast",
+        "Coastal Imaging",
+    )
+    assert resource.extra == {"stac_type": "Item"}
+    [dataset] = resource.datasets
+    assert (dataset.name, dataset.bbox) == (
+        "SC2-20240612_101502_07",
+        (14.21750209, 44.48803556, 14.6080486, 44.813537207),
+    )
+    assert dataset.extra == {
+        "assets": 2,
+        "media_types": ["image/png", "image/tiff; application=geotiff; profile=cloud-optimized"],
+    }
+    assert resource.bbox == dataset.bbox
+    assert ctx.stats["stac/lone_items"] == 1
+    geojson = context()
+    assert GeoJSONDetector().accepts(page)
+    assert asyncio.run(GeoJSONDetector().detect(page, geojson)) == []
+    assert geojson.stats["geojson/miss/not_geojson"] == 1
+
+
+def test_an_item_with_a_collection_link_leads_to_that_collection_when_it_is_a_root():
+    collection = json.loads(captured("static", "/andes-landcover/collection.json"))
+    collection["links"] = [link for link in collection["links"] if link["rel"] not in ("root", "parent")]
+    with PagesServer({"/landcover.json": ("application/json", json.dumps(collection).encode())}) as server:
+        item = json.loads(item_document("lone-item.json"))
+        item["links"].append({"rel": "collection", "href": server.url("/landcover.json")})
+        page = response("http://h/scenes/x.json", json.dumps(item).encode())
+        [resource] = asyncio.run(STACDetector().detect(page, context(LoopbackFetch())))
+    assert (resource.url, resource.extra["stac_type"]) == (server.url("/landcover.json"), "Collection")
+    assert [d.name for d in resource.datasets] == ["andes-landcover"]
+
+
+def test_an_item_whose_collection_is_no_root_is_nothing(static):
+    item = json.loads(item_document("lone-item.json"))
+    item["links"].append({"rel": "collection", "href": static.url("/andes-landcover/collection.json")})
+    ctx = context(LoopbackFetch())
+    assert (
+        asyncio.run(STACDetector().detect(response("http://h/x.json", json.dumps(item).encode()), ctx)) == []
+    )
+    assert ctx.stats["stac/miss/no_root"] == 1
+
+
+@pytest.mark.parametrize("name", ["search-empty.json", "items-page-empty.json"])
+def test_an_empty_item_page_is_neither_stac_nor_a_geojson_file(name):
+    page = response(
+        "http://h/pages/p1.json", item_document(name), headers={"content-type": "application/geo+json"}
+    )
+    for detector in (STACDetector(), GeoJSONDetector()):
+        ctx = context()
+        assert asyncio.run(detector.detect(page, ctx)) == []
+        if detector.accepts(page):
+            assert sum(v for k, v in ctx.stats.items() if "/miss/" in k) == 1
+
+
+def test_an_empty_search_page_at_an_api_path_leads_to_the_landing_page(api):
+    page = response(api.url("/search"), item_document("search-empty.json"))
+    [resource] = asyncio.run(STACDetector().detect(page, context(LoopbackFetch())))
+    assert (resource.url, resource.type) == (api.url("/"), "STAC-API")

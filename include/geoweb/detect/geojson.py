@@ -3,6 +3,11 @@
 A URL ending in .json is mostly something else (a config, an API answer), so the document is parsed under the
 body cap and every position is checked: RFC 7946 coordinates are WGS84 degrees, and a file in projected
 coordinates (the obsolete ``crs`` member) is not reported, since its extent cannot be trusted.
+
+A FeatureCollection over the body cap is identified from its first ``HEAD_BYTES`` (the bytes the crawl read,
+or one Range request): its ``type``, its ``name`` and ``bbox`` members written before ``features`` (GDAL
+writes them so), and its first feature, parsed and checked like any other. Its feature count is unknown and
+its box is the declared one or none: never guessed from one feature.
 """
 
 from __future__ import annotations
@@ -14,9 +19,10 @@ from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 from geoweb.detect.base import DetectContext, Detector
+from geoweb.detect.rangezip import HEAD_BYTES, read_head
 from geoweb.errors import GeowebError, MalformedContent
 from geoweb.fetch.response import Response
-from geoweb.jsonsafe import response_object
+from geoweb.jsonsafe import objects, response_object, value_at
 from geoweb.links.normalize import normalize_url
 from geoweb.models import BBox, Dataset, Resource, sha256
 
@@ -31,6 +37,11 @@ GEOMETRY_DEPTH = {
     "Polygon": 2,
     "MultiPolygon": 3,
 }
+STAC_MEMBERS = frozenset({"stac_version", "stac_extensions"})
+PAGING_RELS = frozenset({"next", "prev", "previous", "first", "last"})
+_FEATURES_ARRAY = re.compile(r'"features"\s*:\s*\[\s*')
+_MEMBER_KEY = re.compile(r'\s*"((?:[^"\\]|\\.)*)"\s*:\s*')
+_MEMBER_SEPARATOR = re.compile(r"\s*,?")
 _FEATURE_TYPE = re.compile(rb'"type"\s*:\s*"(?:Feature|FeatureCollection)"')
 
 
@@ -56,7 +67,12 @@ class GeoJSONDetector(Detector):
         if not ctx.wants("GEOJSON"):
             return []
         try:
-            resource = geojson_resource(response, ctx.settings.max_body_bytes)
+            if response.complete or not 200 <= response.status < 300:
+                resource = geojson_resource(response, ctx.settings.max_body_bytes)
+            else:
+                head = await read_head(ctx, response, HEAD_BYTES, counter="geojson")
+                resource = geojson_resource_from_head(response, head)
+                ctx.stats["geojson/large_files"] += 1
         except GeowebError as exc:
             return ctx.miss(self.name, response.final_url, exc)
         ctx.stats["geojson/found"] += 1
@@ -70,23 +86,48 @@ def _looks_like_geojson(body: bytes) -> bool:
 
 def geojson_resource(response: Response, max_bytes: int) -> Resource:
     """The GeoJSON resource a response proves; raises a GeowebError saying why not."""
-    document = response_object(response, max_bytes=max_bytes, invalid=NotGeoJSON)
+    return _described(
+        response, response_object(response, max_bytes=max_bytes, invalid=NotGeoJSON), whole=True
+    )
+
+
+def geojson_resource_from_head(response: Response, head: bytes) -> Resource:
+    """The GeoJSON FeatureCollection whose first bytes are ``head``; raises a GeowebError saying why not."""
+    text = head.decode("utf-8", "ignore").lstrip("\ufeff \t\r\n")
+    features = _FEATURES_ARRAY.search(text)
+    if not text.startswith("{") or features is None:
+        raise NotGeoJSON(f"no features array in the first {len(head)} bytes of a file over the body cap")
+    members = _members_before(text, features.start())
+    if members.get("type") != "FeatureCollection":
+        raise NotGeoJSON("a file over the body cap that is no FeatureCollection")
+    try:
+        first, _ = value_at(text, features.end())
+    except ValueError:
+        raise NotGeoJSON(f"the first feature does not end in the first {len(head)} bytes") from None
+    return _described(response, {**members, "features": [first]}, whole=False)
+
+
+def _described(response: Response, document: dict, *, whole: bool) -> Resource:
+    """The resource of a GeoJSON ``document``: the whole file, or its members and first feature only (then
+    the feature count is unknown and the box is the declared one or none)."""
+    if _is_stac(document):
+        raise NotGeoJSON("a STAC item or item collection (a STAC resource or nothing: docs/stac.md)")
     if _is_api_page(document):
         raise NotGeoJSON("a page of an API's items (OGC API, WFS 3, STAC search), not a file")
-    geometries = list(_geometries(document))
     kinds: set[str] = set()
     lons: list[float] = []
     lats: list[float] = []
-    for geometry in geometries:
+    for geometry in _geometries(document):
         kinds.add(geometry["type"])
         for lon, lat in _positions(geometry):
             lons.append(lon)
             lats.append(lat)
-    computed = (min(lons), min(lats), max(lons), max(lats)) if lons else None
+    computed = (min(lons), min(lats), max(lons), max(lats)) if lons and whole else None
     bbox = _declared_bbox(document.get("bbox")) or computed
-    features = _feature_count(document)
     title = next((v for v in (document.get("name"), document.get("title")) if isinstance(v, str) and v), None)
-    extra = {"features": features, "geometry_types": sorted(kinds)}
+    extra = {"features": _feature_count(document) if whole else None, "geometry_types": sorted(kinds)}
+    if not whole:
+        extra["read"] = "head"
     stem = posixpath.splitext(posixpath.basename(urlsplit(response.final_url).path))[0] or None
     return Resource(
         url=normalize_url(response.final_url) or response.final_url,
@@ -95,15 +136,42 @@ def geojson_resource(response: Response, max_bytes: int) -> Resource:
         datasets=[Dataset(name=title or stem, title=title, bbox=bbox, extra=extra)],
         bbox=bbox,
         extra={"type": document["type"], **extra},
-        content_sha256=sha256(response.body),
+        content_sha256=sha256(response.body) if whole else None,
     )
+
+
+def _members_before(text: str, end: int) -> dict:
+    """The top-level members written before ``features`` (at ``end``): ``"key": value`` pairs read one by
+    one; reading stops at the first that does not parse."""
+    members: dict = {}
+    position = 1
+    while position < end:
+        key = _MEMBER_KEY.match(text, position)
+        if key is None:
+            break
+        try:
+            value, position = value_at(text, key.end())
+        except ValueError:
+            break
+        members[value_at(f'"{key[1]}"', 0)[0]] = value
+        position = _MEMBER_SEPARATOR.match(text, position).end()
+    return members
+
+
+def _is_stac(document: dict) -> bool:
+    """A STAC item, or a collection of them (an item search page): STAC members on it or its features."""
+    features = document.get("features") if document.get("type") == "FeatureCollection" else None
+    first = features[0] if isinstance(features, list) and features else None
+    return any(isinstance(d, dict) and STAC_MEMBERS & d.keys() for d in (document, first))
 
 
 def _is_api_page(document: dict) -> bool:
     """An items response of an OGC API or STAC API: the API is the resource, its pages are not files.
-    They carry paging members that no GeoJSON file has (OGC API - Features, STAC API context)."""
-    return document.get("type") == "FeatureCollection" and any(
-        key in document for key in ("numberMatched", "numberReturned", "context")
+    They carry paging members or links that no GeoJSON file has (OGC API - Features, STAC API context),
+    even when empty."""
+    return document.get("type") == "FeatureCollection" and (
+        any(key in document for key in ("numberMatched", "numberReturned", "context"))
+        or any(link.get("rel") in PAGING_RELS for link in objects(document, "links"))
     )
 
 

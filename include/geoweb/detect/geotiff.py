@@ -1,26 +1,36 @@
 """GeoTIFF and Cloud Optimized GeoTIFF files, confirmed from the TIFF header alone.
 
-The header (classic or BigTIFF, either byte order) is parsed in pure Python: the size and layout of the first
-image, the number of images (overviews), and its GeoKeys and georeferencing tags, which give the extent in
-the file's EPSG CRS, reprojected to WGS84. A body the crawl did not read whole is not downloaded: the first
-``HEADER_BYTES`` are read with one HTTP Range request, and a server ignoring Range costs only that prefix.
-A TIFF without a GeoKeyDirectory is a plain image, not a GeoTIFF.
+The header (classic or BigTIFF, either byte order) is walked in pure Python, bounds-checked: the size and
+layout of the first image, the number of images (overviews), and the presence of a GeoKeyDirectory (a TIFF
+without one is a plain image, not a GeoTIFF). The CRS and the footprint are GDAL's (rasterio), read from the
+bytes fetched: every CRS GDAL knows is placed right (user-defined ones with their parameters, other prime
+meridians and angular units, PixelIsPoint rasters, ESRI WKT citations), and a footprint GDAL cannot place is
+null, never guessed from raw numbers.
+
+A body the crawl did not read whole is not downloaded: the first ``HEADER_BYTES`` are read with one HTTP
+Range request, and a server ignoring Range costs only that prefix. When the first image's directory, or the
+georeferencing values it points to, lie beyond the bytes read, one more Range request of ``HEADER_BYTES``
+reads them there (at most ``MAX_RANGE_READS`` in all); GDAL reads the file as those regions in place
+(``/vsisparse/``), zeros elsewhere.
 """
 
 from __future__ import annotations
 
+import asyncio
+import math
 import posixpath
 import re
 import struct
+import warnings
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from geoweb.detect.base import DetectContext, Detector
-from geoweb.detect.crs import reprojected_bbox
 from geoweb.errors import GeowebError, HTTPStatusError, MalformedContent, RangeNotHonoured
 from geoweb.fetch.response import Response
 from geoweb.links.normalize import normalize_url
-from geoweb.models import Dataset, Resource, sha256
+from geoweb.models import BBox, Dataset, Resource, sha256
 
 HEADER_BYTES = 64 * 1024  # COG puts every IFD and tag value before the image data, well inside this
 TIFF_MAGICS = (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")
@@ -28,20 +38,20 @@ TIFF_MEDIA_TYPES = ("image/tiff", "image/geotiff")
 TIFF_EXTENSIONS = (".tif", ".tiff")
 MAX_IFDS = 64  # a COG has one IFD per overview level (and mask); more is a loop or junk
 MAX_ENTRIES = 4096  # tags per IFD; real files have a few dozen
+MAX_RANGE_READS = 3  # the head, the first directory further in, the georeferencing values further still
 
 # tag ids
 WIDTH, HEIGHT, STRIP_OFFSETS, TILE_WIDTH, TILE_LENGTH = 256, 257, 273, 322, 323
 PIXEL_SCALE, TIEPOINT, TRANSFORMATION, GEO_KEYS = 33550, 33922, 34264, 34735
-# GeoKeys
-MODEL_TYPE, GEOGRAPHIC_TYPE, PROJECTED_TYPE = 1024, 2048, 3072
-USER_DEFINED = 32767
-SHORT = 3
+GEO_DOUBLES, GEO_ASCII = 34736, 34737
+GEOREFERENCING = (PIXEL_SCALE, TIEPOINT, TRANSFORMATION, GEO_KEYS, GEO_DOUBLES, GEO_ASCII)
+SHORT, LONG = 3, 4
 # field type -> struct code (one value); RATIONALs are read as two integers
 FIELD_TYPES = {
     1: "B", 2: "B", 3: "H", 4: "I", 5: "II", 6: "b", 7: "B", 8: "h",
     9: "i", 10: "ii", 11: "f", 12: "d", 16: "Q", 17: "q", 18: "Q",
 }  # fmt: skip
-_CONTENT_RANGE_START = re.compile(r"bytes 0-\d+/(?:\d+|\*)")
+_CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
 
 
 class NotGeoTIFF(MalformedContent):
@@ -49,6 +59,34 @@ class NotGeoTIFF(MalformedContent):
 
     reason = "not_geotiff"
     user_msg = "The file is not a GeoTIFF"
+
+
+class Beyond(MalformedContent):
+    """Raised when the header needs bytes at ``offset`` that were not fetched."""
+
+    def __init__(self, offset: int, message: str):
+        super().__init__(message)
+        self.offset = offset
+
+
+class Fetched:
+    """The parts of a file read so far: regions (offset, bytes) and the file's size when known."""
+
+    def __init__(self, regions: list[tuple[int, bytes]], size: int | None):
+        self.regions = regions
+        self.size = size if size is not None else max(offset + len(data) for offset, data in regions)
+
+    def read(self, offset: int, length: int) -> bytes:
+        for start, data in self.regions:
+            if start <= offset and offset + length <= start + len(data):
+                return data[offset - start : offset - start + length]
+        if 0 <= offset < self.size:
+            raise Beyond(offset, f"offset {offset} is beyond the bytes read")
+        raise MalformedContent(f"offset {offset} is beyond the {self.size}-byte file")
+
+    @property
+    def whole(self) -> bool:
+        return len(self.regions) == 1 and self.regions[0][0] == 0 and len(self.regions[0][1]) == self.size
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,10 +99,11 @@ class Entry:
 
 
 class TiffHeader:
-    """The IFDs of a TIFF prefix. Offsets beyond the prefix, loops and absurd counts raise MalformedContent."""
+    """The IFDs of the parts of a TIFF read. Loops and absurd counts raise MalformedContent; bytes that were
+    not read raise Beyond, saying where they are."""
 
-    def __init__(self, data: bytes):
-        magic = data[:4]
+    def __init__(self, data: Fetched):
+        magic = data.read(0, 4) if data.size >= 4 else b""
         if magic not in TIFF_MAGICS:
             raise NotGeoTIFF("no TIFF or BigTIFF signature")
         self.data = data
@@ -80,9 +119,7 @@ class TiffHeader:
 
     def _unpack(self, fmt: str, offset: int) -> tuple:
         fmt = self.order + fmt
-        if offset < 0 or offset + struct.calcsize(fmt) > len(self.data):
-            raise MalformedContent(f"offset {offset} is beyond the {len(self.data)} header bytes read")
-        return struct.unpack_from(fmt, self.data, offset)
+        return struct.unpack(fmt, self.data.read(offset, struct.calcsize(fmt)))
 
     def _walk(self, offset: int) -> list[dict[int, Entry]]:
         """Every IFD in the chain; the first must be readable, a later one beyond the prefix ends the walk."""
@@ -99,7 +136,7 @@ class TiffHeader:
             except MalformedContent:
                 if not ifds:
                     raise
-                break
+                break  # an overview beyond the bytes read: the images counted are those read
             ifds.append(ifd)
         if not ifds:
             raise MalformedContent("the TIFF has no image")
@@ -133,8 +170,8 @@ class TiffHeader:
         if entry is None:
             return None
         code = FIELD_TYPES[entry.type]
-        if entry.count * struct.calcsize(code) > len(self.data):
-            raise MalformedContent(f"tag {tag} claims {entry.count} values, more than the header holds")
+        if entry.count * struct.calcsize(code) > self.data.size:
+            raise MalformedContent(f"tag {tag} claims {entry.count} values, more than the file holds")
         return self._unpack(f"{entry.count * len(code)}{code[0]}", entry.offset)
 
     def number(self, ifd: dict[int, Entry], tag: int) -> int | None:
@@ -145,45 +182,17 @@ class TiffHeader:
         return found[0] if found else None
 
 
-def geo_keys(header: TiffHeader, ifd: dict[int, Entry]) -> dict[int, int]:
-    """The SHORT-valued GeoKeys of the GeoKeyDirectory (34735); raises NotGeoTIFF when there is none."""
+def check_georeferencing(header: TiffHeader, ifd: dict[int, Entry]) -> None:
+    """Reads the georeferencing tags' values, so that GDAL gets them whole; raises NotGeoTIFF without a
+    GeoKeyDirectory, MalformedContent for one that is not SHORT or LONG (LONG-typed keys are real: some
+    writers use them), Beyond for values not read yet."""
     directory = header.values(ifd, GEO_KEYS)
     if not directory or len(directory) < 4:
         raise NotGeoTIFF("a TIFF without a GeoKeyDirectory is not a GeoTIFF")
-    if ifd[GEO_KEYS].type != SHORT:
-        raise MalformedContent(f"GeoKeyDirectory of field type {ifd[GEO_KEYS].type}, not SHORT")
-    keys = {}
-    for i in range(min(directory[3], (len(directory) - 4) // 4)):
-        key, location, _, value = directory[4 + 4 * i : 8 + 4 * i]
-        if location == 0:  # the value is the SHORT itself; other locations point into other tags
-            keys[key] = value
-    return keys
-
-
-def epsg_code(keys: dict[int, int]) -> int | None:
-    """The EPSG code of the CRS: projected for a projected model, geographic for a geographic one."""
-    order = (
-        (GEOGRAPHIC_TYPE, PROJECTED_TYPE) if keys.get(MODEL_TYPE) == 2 else (PROJECTED_TYPE, GEOGRAPHIC_TYPE)
-    )
-    code = next((keys[k] for k in order if k in keys), None)
-    return code if code and code != USER_DEFINED else None
-
-
-def native_bbox(header: TiffHeader, ifd: dict[int, Entry], width: int, height: int):
-    """The image extent in its own CRS from ModelTransformation, or from ModelPixelScale + ModelTiepoint."""
-    matrix = header.values(ifd, TRANSFORMATION)
-    if matrix and len(matrix) >= 8:
-        a, b, _, d, e, f, _, h = matrix[:8]
-        corners = [(a * i + b * j + d, e * i + f * j + h) for i in (0, width) for j in (0, height)]
-    else:
-        scale, tiepoint = header.values(ifd, PIXEL_SCALE), header.values(ifd, TIEPOINT)
-        if not (scale and tiepoint and len(scale) >= 2 and len(tiepoint) >= 6):
-            return None
-        i, j, _, x, y, _ = tiepoint[:6]
-        left, top = x - i * scale[0], y + j * scale[1]
-        corners = [(left, top), (left + width * scale[0], top - height * scale[1])]
-    xs, ys = [c[0] for c in corners], [c[1] for c in corners]
-    return (min(xs), min(ys), max(xs), max(ys))
+    if ifd[GEO_KEYS].type not in (SHORT, LONG):
+        raise MalformedContent(f"GeoKeyDirectory of field type {ifd[GEO_KEYS].type}, not SHORT or LONG")
+    for tag in GEOREFERENCING:
+        header.values(ifd, tag)
 
 
 class GeoTIFFDetector(Detector):
@@ -206,47 +215,74 @@ class GeoTIFFDetector(Detector):
             if response.body and not response.body.startswith(TIFF_MAGICS):  # an empty body was not read
                 raise NotGeoTIFF("body is not a TIFF file")
             if response.complete:
-                resource = geotiff_resource(response, response.body, "download")
+                fetched = Fetched([(0, response.body)], len(response.body))
+                header = read_tiff(fetched)
             else:
-                resource = geotiff_resource(response, await read_header(ctx, response.final_url), "range")
+                fetched, header = await fetch_header(ctx, response.final_url)
+            # GDAL reads in a worker thread: the crawl's other requests go on meanwhile
+            resource = await asyncio.to_thread(geotiff_resource, response, fetched, header)
         except GeowebError as exc:
             return ctx.miss(self.name, response.final_url, exc)
         ctx.stats[f"geotiff/found/{resource.extra['inspected']}"] += 1
         return [resource]
 
 
-async def read_header(ctx: DetectContext, url: str) -> bytes:
-    """The first ``HEADER_BYTES`` of the file with one Range request; a 200 answer is capped to as many."""
+def read_tiff(fetched: Fetched) -> TiffHeader:
+    """The header of the parts read, its georeferencing values checked (Beyond when some are not read)."""
+    header = TiffHeader(fetched)
+    check_georeferencing(header, header.ifds[0])
+    return header
+
+
+async def fetch_header(ctx: DetectContext, url: str) -> tuple[Fetched, TiffHeader]:
+    """The first ``HEADER_BYTES`` of the file, and the regions further in that its first directory and its
+    georeferencing values need, each with one Range request (``MAX_RANGE_READS`` in all)."""
+    head, size = await read_range(ctx, url, 0)
+    fetched = Fetched([(0, head)], size)
+    for _ in range(MAX_RANGE_READS - 1):
+        try:
+            return fetched, read_tiff(fetched)
+        except Beyond as exc:
+            if size is None:  # a server ignoring Range sent the prefix only: nothing further can be read
+                raise MalformedContent(f"{exc}, and the server does not answer Range requests") from None
+            data, _ = await read_range(ctx, url, exc.offset)
+            fetched.regions.append((exc.offset, data))
+            ctx.stats["geotiff/directory_further_in"] += 1
+    return fetched, read_tiff(fetched)
+
+
+async def read_range(ctx: DetectContext, url: str, start: int) -> tuple[bytes, int | None]:
+    """``HEADER_BYTES`` from ``start`` with one Range request, and the file's size (None when the server
+    answers 200: then only a prefix, capped, is usable)."""
     ctx.stats["geotiff/range_requests"] += 1
-    response = await ctx.fetch(url, headers={"Range": f"bytes=0-{HEADER_BYTES - 1}"}, max_bytes=HEADER_BYTES)
+    spec = f"bytes={start}-{start + HEADER_BYTES - 1}"
+    response = await ctx.fetch(url, headers={"Range": spec}, max_bytes=HEADER_BYTES)
     if response.status == 206:
-        content_range = response.headers.get("content-range", "").strip()
-        if not _CONTENT_RANGE_START.fullmatch(content_range):
-            raise RangeNotHonoured(f"Content-Range {content_range!r} does not start at byte 0")
-    elif response.status == 200:
+        match = _CONTENT_RANGE.fullmatch(response.headers.get("content-range", "").strip())
+        if match is None or int(match[1]) != start:
+            raise RangeNotHonoured(
+                f"Content-Range {response.headers.get('content-range')!r} does not answer {spec!r}"
+            )
+        return response.body[:HEADER_BYTES], int(match[3]) if match[3] != "*" else None
+    if response.status == 200 and start == 0:
         if not response.body:  # a declared size over the cap: the fetcher read nothing
             raise RangeNotHonoured("HTTP 200 to a Range request, with a body too large to read")
-    else:
-        raise HTTPStatusError(response.status, url=url)
-    return response.body[:HEADER_BYTES]
+        return response.body[:HEADER_BYTES], None
+    if response.status == 200:
+        raise RangeNotHonoured(f"HTTP 200 to {spec!r}")
+    raise HTTPStatusError(response.status, url=url)
 
 
-def geotiff_resource(response: Response, data: bytes, inspected: str) -> Resource:
-    """The GeoTIFF resource of a file whose first bytes (or all of it) are ``data``."""
-    header = TiffHeader(data)
+def geotiff_resource(response: Response, fetched: Fetched, header: TiffHeader) -> Resource:
+    """The GeoTIFF resource of a file whose header is ``header``, placed by GDAL from the bytes fetched."""
     first = header.ifds[0]
     width, height = header.number(first, WIDTH), header.number(first, HEIGHT)
     if not width or not height:
         raise MalformedContent("the first image has no width or height")
-    keys = geo_keys(header, first)
-    code = epsg_code(keys)
-    crs = f"EPSG:{code}" if code else None
-    native = native_bbox(header, first, width, height)
-    # without a known CRS, a box is kept only when it is plainly in degrees
-    bbox = reprojected_bbox(native, crs) if native else None
     tiled = TILE_WIDTH in first and TILE_LENGTH in first
     if not tiled and STRIP_OFFSETS not in first:
         raise MalformedContent("the first image has neither tiles nor strips")
+    crs, bbox = gdal_footprint(fetched)
     overviews = len(header.ifds) - 1
     extra = {
         "width": width,
@@ -257,7 +293,7 @@ def geotiff_resource(response: Response, data: bytes, inspected: str) -> Resourc
         "overviews": overviews,
         "cog_like": tiled and overviews > 0,
         "bigtiff": header.big,
-        "inspected": inspected,
+        "inspected": "download" if response.complete else "range",
     }
     stem = posixpath.splitext(posixpath.basename(urlsplit(response.final_url).path))[0] or None
     return Resource(
@@ -268,3 +304,67 @@ def geotiff_resource(response: Response, data: bytes, inspected: str) -> Resourc
         extra=extra,
         content_sha256=sha256(response.body) if response.complete else None,
     )
+
+
+# GDAL touches nothing but the bytes given: no sidecar files, no directory listing, one thread.
+_GDAL_OPTIONS = {"GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR", "GDAL_NUM_THREADS": "1", "CPL_DEBUG": "OFF"}
+
+
+def gdal_footprint(fetched: Fetched) -> tuple[str | None, BBox | None]:
+    """The CRS (``EPSG:n`` when it is one, else its WKT) and the WGS84 footprint GDAL gives the image;
+    (None, None) when GDAL finds no CRS or no geotransform, a None footprint when it cannot place it."""
+    import rasterio  # imported here: GDAL loads in a second, and only GeoTIFFs need it
+    from rasterio.errors import NotGeoreferencedWarning
+    from rasterio.warp import transform_bounds
+
+    try:
+        with warnings.catch_warnings(), rasterio.Env(**_GDAL_OPTIONS), _opened(fetched) as dataset:
+            warnings.simplefilter("ignore", NotGeoreferencedWarning)  # a transform-less image is no footprint
+            source = dataset.crs
+            if source is None or dataset.transform.is_identity:
+                return None, None
+            code = source.to_epsg()
+            crs = f"EPSG:{code}" if code else source.to_wkt()
+            corners = [
+                dataset.transform @ (col, row) for col in (0, dataset.width) for row in (0, dataset.height)
+            ]
+            xs, ys = [x for x, _ in corners], [y for _, y in corners]
+            try:  # GDAL raises its own errors (CPLE_*) too: any failure to place the box leaves it null
+                box = transform_bounds(
+                    source, "EPSG:4326", min(xs), min(ys), max(xs), max(ys), densify_pts=21
+                )
+            except Exception:
+                return crs, None
+    except Exception as exc:  # GDAL failing in any way on bytes nobody vetted
+        raise MalformedContent(f"GDAL cannot read the header: {exc}") from None
+    if not all(math.isfinite(v) for v in box) or not (
+        -180.5 <= box[0] <= box[2] <= 180.5 and -90.5 <= box[1] <= box[3] <= 90.5
+    ):
+        return crs, None
+    return crs, (max(box[0], -180.0), max(box[1], -90.0), min(box[2], 180.0), min(box[3], 90.0))
+
+
+@contextmanager
+def _opened(fetched: Fetched):
+    """The fetched regions opened by rasterio: the file itself when whole, else a /vsisparse/ file of the
+    regions in place (GDAL reads zeros between them); every /vsimem/ file is freed on exit."""
+    import rasterio
+    from rasterio.io import MemoryFile
+
+    with ExitStack() as files:
+        if fetched.whole:
+            with files.enter_context(MemoryFile(fetched.regions[0][1])).open() as dataset:
+                yield dataset
+            return
+        parts = []
+        for offset, data in fetched.regions:
+            region = files.enter_context(MemoryFile(data))
+            parts.append(
+                f'<SubfileRegion><Filename relative="0">{region.name}</Filename>'
+                f"<DestinationOffset>{offset}</DestinationOffset><SourceOffset>0</SourceOffset>"
+                f"<RegionLength>{len(data)}</RegionLength></SubfileRegion>"
+            )
+        xml = f"<VSISparseFile><Length>{fetched.size}</Length>{''.join(parts)}</VSISparseFile>"
+        index = files.enter_context(MemoryFile(xml.encode(), ext=".xml"))
+        with rasterio.open("/vsisparse/" + index.name) as dataset:
+            yield dataset

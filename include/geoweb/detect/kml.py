@@ -14,18 +14,19 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 
 from lxml import etree
 
 from geoweb.detect.base import DetectContext, Detector
-from geoweb.detect.rangezip import read_member, remote_directory
-from geoweb.errors import GeowebError, HTTPStatusError, MalformedContent
+from geoweb.detect.rangezip import HEAD_BYTES, read_head, read_member, remote_directory
+from geoweb.errors import GeowebError, HTTPStatusError, MalformedContent, UnsafeContent
 from geoweb.fetch.response import Response
 from geoweb.links.normalize import normalize_url
 from geoweb.models import BBox, Dataset, Resource, sha256
 from geoweb.settings import Settings
-from geoweb.xmlsafe import parse_xml
+from geoweb.xmlsafe import strip_bom
 from geoweb.ziputil import TAIL_BYTES, ZIP_MAGIC, ZipEntry, ZipReader
 
 log = logging.getLogger("geoweb.detect")
@@ -43,6 +44,7 @@ KML_MEDIA_TYPES = ("application/vnd.google-earth.kml+xml", KMZ_MEDIA_TYPE)
 KML_EXTENSIONS = (".kml", ".kmz")
 _KML_ROOT = re.compile(rb"<(?:[\w.-]+:)?kml[\s>/]")
 _KML_MEMBER = re.compile(rb"(?i)\.kml")
+FEED_BYTES = 1024 * 1024
 
 
 class NotKML(MalformedContent):
@@ -72,9 +74,10 @@ class KMLDetector(Detector):
             if response.complete:
                 fmt, document = kml_document(response.body, ctx.settings)
             elif _names_kmz(response):  # too large to download: only its main KML is read
-                fmt, document = "kmz", await kmz_document_by_range(response.final_url, ctx)
-            else:
-                raise MalformedContent("body incomplete (cut at the size cap)")
+                fmt, document = "kmz", [await kmz_document_by_range(response.final_url, ctx)]
+            else:  # a plain KML over the body cap: fetched again under the KML cap, read streamed
+                response = await kml_over_the_cap(response, ctx)
+                fmt, document = "kml", [response.body]
             resource = kml_resource(response, fmt, document, ctx.settings)
         except GeowebError as exc:
             return ctx.miss(self.name, response.final_url, exc)
@@ -99,49 +102,197 @@ def _names_kmz(response: Response) -> bool:
     )
 
 
-def kml_document(body: bytes, settings: Settings) -> tuple[str, bytes]:
-    """The format ("kml" or "kmz") of a whole file and its KML document."""
+def kml_document(body: bytes, settings: Settings) -> tuple[str, Iterable[bytes]]:
+    """The format ("kml" or "kmz") of a whole file and its KML document, in chunks."""
     if body.startswith(ZIP_MAGIC):
         return "kmz", kmz_document(body, settings)
-    return "kml", body
+    return "kml", [body]
 
 
-def kml_resource(response: Response, fmt: str, document: bytes, settings: Settings) -> Resource:
+async def kml_over_the_cap(response: Response, ctx: DetectContext) -> Response:
+    """The whole of a plain KML file the body cap cut, fetched again up to ``kml_max_bytes``.
+
+    Only a file whose first bytes open a ``kml`` root is fetched again (the cut body's, or one Range
+    request's when the crawl read none of it), so an HTML page at ``x.kml`` costs no second download.
+    """
+    head = await read_head(ctx, response, HEAD_BYTES, counter="kml")
+    if not _KML_ROOT.search(head):
+        raise NotKML(f"no kml root in the first {len(head)} bytes of a file over the body cap")
+    cap = ctx.settings.kml_max_bytes
+    ctx.stats["kml/large_files"] += 1
+    whole = await ctx.fetch(response.final_url, max_bytes=cap)
+    if not 200 <= whole.status < 300:
+        raise HTTPStatusError(whole.status, url=whole.final_url)
+    if not whole.complete:
+        raise UnsafeContent(f"KML file over the {cap}-byte KML cap (kml_max_bytes)")
+    return whole
+
+
+def kml_resource(response: Response, fmt: str, document: Iterable[bytes], settings: Settings) -> Resource:
     """The KML resource ``document`` (the file, or a KMZ's main KML) proves; raises a GeowebError saying why
     not."""
-    limit = settings.kml_max_bytes if fmt == "kmz" else settings.max_xml_bytes
-    root = parse_xml(document, max_bytes=limit)
-    qname = etree.QName(root)
-    if qname.localname != "kml":
-        raise NotKML(f"root element is {qname.localname!r}, not kml")
-    ns = qname.namespace
-    if ns not in KML_NAMESPACES:
-        raise NotKML(f"kml root in namespace {ns!r}, not a KML namespace")
-    container = _container(root, ns)
-    parts = container.findall(f"{{{ns}}}Folder") or [container]
-    datasets = [
-        Dataset(
-            name=_text(part, ns, "name"), bbox=_bbox(part, ns), extra={"placemarks": _placemarks(part, ns)}
-        )
-        for part in parts
-    ]
+    limit = settings.kml_max_bytes if fmt == "kmz" else max(settings.max_xml_bytes, settings.kml_max_bytes)
+    summary = read_kml(document, max_bytes=limit)
     return Resource(
         url=normalize_url(response.final_url) or response.final_url,
         type="KML",
-        version=KML_NAMESPACES[ns],
-        title=_text(container, ns, "name"),
-        abstract=_text(container, ns, "description"),
-        datasets=datasets,
-        bbox=_bbox(root, ns),
-        extra={"placemarks": _placemarks(root, ns), "format": fmt},
+        version=summary.version,
+        title=summary.title,
+        abstract=summary.abstract,
+        datasets=[
+            Dataset(name=part.name, bbox=part.extent.bbox(), extra={"placemarks": part.placemarks})
+            for part in summary.parts
+        ],
+        bbox=summary.whole.extent.bbox(),
+        extra={"placemarks": summary.whole.placemarks, "format": fmt},
         content_sha256=sha256(response.body),
     )
 
 
-def kmz_document(body: bytes, settings: Settings) -> bytes:
-    """The main KML of a KMZ held whole in ``body``."""
+class _Extent:
+    """The running WGS84 extent of the coordinates seen: four numbers, whatever the count."""
+
+    __slots__ = ("east", "north", "south", "west")
+
+    def __init__(self):
+        self.west = self.south = float("inf")
+        self.east = self.north = float("-inf")
+
+    def add(self, lon: float, lat: float) -> None:
+        self.west, self.east = min(self.west, lon), max(self.east, lon)
+        self.south, self.north = min(self.south, lat), max(self.north, lat)
+
+    def bbox(self) -> BBox | None:
+        return (self.west, self.south, self.east, self.north) if self.west <= self.east else None
+
+
+@dataclass
+class _Part:
+    """A dataset being read: a top-level Folder, or the whole document."""
+
+    name: str | None = None
+    placemarks: int = 0
+    extent: _Extent = field(default_factory=_Extent)
+
+
+@dataclass
+class KMLSummary:
+    version: str | None
+    title: str | None
+    abstract: str | None
+    whole: _Part
+    parts: list[_Part]  # the container's Folders, or [whole] when it has none
+
+
+def read_kml(document: Iterable[bytes], *, max_bytes: int) -> KMLSummary:
+    """Read a KML document, given in chunks, in one streamed pass (a pull parser), dropping each element
+    once it is read.
+
+    Memory stays a chunk and a few counters whatever the document holds (a KMZ's 50 MB doc.kml with a
+    million placemarks is decompressed and parsed a megabyte at a time), and the root is checked at its
+    start tag, before anything else is read. A ``kml`` root without a namespace (older exporters write it
+    so) is KML of unknown version. The container is kml/Document, else kml/Folder, else kml itself; its
+    Folders are the datasets.
+    """
+    events = _events(document, max_bytes)
+    depth = -1  # of the element the event is about; the root is 0
+    version = None
+    container = False  # inside kml/Document or kml/Folder
+    has_container = False
+    part: _Part | None = None  # the container's Folder being read
+    whole, parts = _Part(), []
+    texts: dict[tuple[int, str], str | None] = {}  # (depth, name) of the root's and the container's texts
+    try:
+        for event, element in events:
+            tag = etree.QName(element).localname
+            if event == "start":
+                depth += 1
+                if depth == 0:
+                    version = _root_version(element)
+                elif depth == 1 and not has_container and tag in ("Document", "Folder"):
+                    container = has_container = True
+                elif depth == 2 and container and tag == "Folder":
+                    part = _Part()
+                    parts.append(part)
+                continue
+            if tag == "Placemark":
+                whole.placemarks += 1
+                if part is not None:
+                    part.placemarks += 1
+            elif tag in ("coordinates", "coord") and element.text:
+                for lon, lat in _positions(element.text, tag):
+                    whole.extent.add(lon, lat)
+                    if part is not None:
+                        part.extent.add(lon, lat)
+            elif tag in ("name", "description"):
+                text = (element.text or "").strip() or None
+                if depth == 3 and part is not None and tag == "name":
+                    part.name = text
+                elif depth == 1 or (depth == 2 and container):
+                    texts[(depth, tag)] = text
+            elif depth == 2 and tag == "Folder":
+                part = None
+            elif depth == 1 and container:
+                container = False
+            depth -= 1
+            element.clear()  # read: its text and children are not needed again
+            while element.getprevious() is not None:
+                del element.getparent()[0]
+    except etree.XMLSyntaxError as exc:
+        if exc.code == etree.ErrorTypes.ERR_RESOURCE_LIMIT:
+            raise UnsafeContent(f"XML document exceeds parser limits: {exc}") from None
+        raise MalformedContent(f"not well-formed XML: {exc}") from None
+    level = 2 if has_container else 1
+    title, abstract = texts.get((level, "name")), texts.get((level, "description"))
+    if not parts:
+        whole.name = title
+    return KMLSummary(version, title, abstract, whole, parts or [whole])
+
+
+def _events(document: Iterable[bytes], max_bytes: int) -> Iterator[tuple[str, etree._Element]]:
+    """The start and end events of a document fed chunk by chunk to a hardened pull parser."""
+    parser = etree.XMLPullParser(
+        events=("start", "end"), resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False
+    )
+    fed = 0
+    for chunk in document:
+        if fed == 0:
+            chunk = strip_bom(bytes(chunk[:4096])) + bytes(chunk[4096:])
+        view = memoryview(chunk)
+        # fed a megabyte at a time: libxml2's push parser refuses a larger buffer without huge_tree
+        for start in range(0, len(view), FEED_BYTES):
+            piece = view[start : start + FEED_BYTES]
+            fed += len(piece)
+            if fed > max_bytes:
+                raise UnsafeContent(f"KML document over the {max_bytes}-byte cap")
+            parser.feed(bytes(piece))
+            yield from parser.read_events()
+    if fed == 0:
+        raise MalformedContent("not well-formed XML: empty document")
+    parser.close()
+    yield from parser.read_events()
+
+
+def _root_version(root: etree._Element) -> str | None:
+    """The KML version of the root element's namespace; raises NotKML for any other root."""
+    docinfo = root.getroottree().docinfo.internalDTD
+    if docinfo is not None and any(True for _ in docinfo.iterentities()):
+        names = ", ".join(entity.name for entity in docinfo.iterentities())
+        raise UnsafeContent(f"DOCTYPE declares entities ({names}); rejected unexpanded")
+    qname = etree.QName(root)
+    if qname.localname != "kml":
+        raise NotKML(f"root element is {qname.localname!r}, not kml")
+    if qname.namespace is None:
+        return None
+    if qname.namespace not in KML_NAMESPACES:
+        raise NotKML(f"kml root in namespace {qname.namespace!r}, not a KML namespace")
+    return KML_NAMESPACES[qname.namespace]
+
+
+def kmz_document(body: bytes, settings: Settings) -> Iterable[bytes]:
+    """The main KML of a KMZ held whole in ``body``, decompressed as it is read: never held whole."""
     reader = ZipReader(body, max_ratio=settings.zip_max_ratio, max_bytes=settings.kml_max_bytes)
-    return reader.read(_main_kml(reader.entries))
+    return reader.stream(_main_kml(reader.entries))
 
 
 async def kmz_document_by_range(url: str, ctx: DetectContext) -> bytes:
@@ -162,44 +313,15 @@ def _main_kml(entries: list[ZipEntry]) -> ZipEntry:
     return next((entry for entry in kmls if entry.name.lower() == "doc.kml"), kmls[0])
 
 
-def _container(root: etree._Element, ns: str) -> etree._Element:
-    """The element holding the file's name and features: kml/Document, else kml/Folder, else kml itself."""
-    for tag in ("Document", "Folder"):
-        found = root.find(f"{{{ns}}}{tag}")
-        if found is not None:
-            return found
-    return root
-
-
-def _text(element: etree._Element, ns: str, tag: str) -> str | None:
-    value = element.findtext(f"{{{ns}}}{tag}")
-    return (value.strip() or None) if value else None
-
-
-def _placemarks(element: etree._Element, ns: str) -> int:
-    return sum(1 for _ in element.iter(f"{{{ns}}}Placemark"))
-
-
-def _bbox(element: etree._Element, ns: str) -> BBox | None:
-    lons, lats = [], []
-    for lon, lat in _positions(element, ns):
-        lons.append(lon)
-        lats.append(lat)
-    return (min(lons), min(lats), max(lons), max(lats)) if lons else None
-
-
-def _positions(element: etree._Element, ns: str) -> Iterator[tuple[float, float]]:
-    """(lon, lat) of every coordinate below ``element``; unparsable or out-of-range tuples are skipped."""
-    coordinates = f"{{{ns}}}coordinates"
-    for node in element.iter(coordinates, f"{{{GX}}}coord"):
-        if not node.text:
+def _positions(text: str, tag: str) -> Iterator[tuple[float, float]]:
+    """(lon, lat) of every coordinate in a ``coordinates`` or ``gx:coord`` text; unparsable or out-of-range
+    tuples are skipped."""
+    # <coordinates> holds "lon,lat[,alt]" tuples separated by whitespace; <gx:coord> holds one "lon lat alt"
+    tuples = (t.split(",") for t in text.split()) if tag == "coordinates" else [text.split()]
+    for values in tuples:
+        try:
+            lon, lat = float(values[0]), float(values[1])
+        except (ValueError, IndexError):
             continue
-        # <coordinates> holds "lon,lat[,alt]" tuples separated by whitespace; <gx:coord> holds one "lon lat alt"
-        tuples = [t.split(",") for t in node.text.split()] if node.tag == coordinates else [node.text.split()]
-        for values in tuples:
-            try:
-                lon, lat = float(values[0]), float(values[1])
-            except (ValueError, IndexError):
-                continue
-            if -180.0 <= lon <= 180.0 and -90.0 <= lat <= 90.0:  # also drops NaN
-                yield lon, lat
+        if -180.0 <= lon <= 180.0 and -90.0 <= lat <= 90.0:  # also drops NaN
+            yield lon, lat

@@ -4,7 +4,13 @@ A landing page is JSON with links to its conformance declaration and its data. E
 conformance classes declare is one resource at the landing page (as one MapServer endpoint is one resource
 per OGC service), with the collections that API serves as datasets: which collection serves which API is
 told by the links it carries (items, map, tiles, coverage, EDR queries). Processes are the datasets of
-OGC API - Processes.
+OGC API - Processes. A collection naming no such link belongs to the one data API a landing page declares,
+when it declares one only.
+
+A landing page whose conformance declaration is missing or broken (unreachable, not JSON, no list of
+classes) is not given up: the APIs are read from its links and its collections (items links make OGC API -
+Features, map links Maps, and so on; a ``processes`` link with processes, Processes), reported without
+conformance classes or version (docs/ogcapi.md).
 
 Any other document of an API (a collection, /collections, /conformance, an ``f=html`` page) leads back to
 its landing page, by its ``root`` link or the shape of its URL, and the landing page is read once per run.
@@ -78,6 +84,8 @@ class LandingPage:
     document: dict
     base: str  # where the document was fetched from: its relative links resolve against it
     classes: list[str] = field(default_factory=list)
+    apis: dict[str, list[str]] = field(default_factory=dict)  # API type -> the classes declaring it
+    conformance_unread: str | None = None  # why the APIs come from links and collections, not conformance
     collections: list[dict] = field(default_factory=list)
     processes: list[dict] = field(default_factory=list)
     service: dict = field(default_factory=dict)  # the ``info`` of its OpenAPI definition: contact, keywords
@@ -217,15 +225,20 @@ def process_dataset(process: dict) -> Dataset | None:
 
 
 def resources(page: LandingPage, wanted: Iterable[str]) -> list[Resource]:
-    """One resource per API the landing page declares and the run wants, with its datasets."""
-    apis = declared_apis(page.classes)
+    """One resource per API the landing page declares (or its links and collections show, when its
+    conformance could not be read) and the run wants, with its datasets."""
+    apis = page.apis
     if not apis:
         raise NotOGCAPI(f"{page.url}: the conformance declaration names no OGC API class")
     served: dict[str, list[Dataset]] = {api: [] for api in apis}
+    data_apis = served.keys() - {"OGCAPI-PROCESSES"}
     for collection in page.collections:
         dataset = collection_dataset(collection, item_type=jsonsafe.text(collection, "itemType"))
         if dataset is not None:
-            for api in collection_apis(collection) & served.keys():
+            # a collection naming no link of any API is the one data API's, when only one is declared
+            for api in (
+                collection_apis(collection) or (data_apis if len(data_apis) == 1 else set())
+            ) & data_apis:
                 served[api].append(dataset)
     if "OGCAPI-PROCESSES" in served:
         served["OGCAPI-PROCESSES"] = [d for d in map(process_dataset, page.processes) if d]
@@ -242,7 +255,8 @@ def resources(page: LandingPage, wanted: Iterable[str]) -> list[Resource]:
             provider=jsonsafe.text(contact, "name"),
             datasets=datasets,
             bbox=union_bbox(d.bbox for d in datasets),
-            extra={"conformance": sorted(apis[api])},
+            extra={"conformance": sorted(apis[api])}
+            | ({"conformance_unread": page.conformance_unread} if page.conformance_unread else {}),
             content_sha256=digest,
         )
         for api, datasets in served.items()
@@ -372,28 +386,64 @@ async def _get(ctx: DetectContext, url: str) -> Response:
 async def _complete(page: LandingPage, ctx: DetectContext) -> None:
     """Reads the conformance declaration, the collections, the processes and the service description (for
     its provider and keywords) a landing page links to."""
-    cap = ctx.settings.ogcapi_max_datasets
     page.classes = jsonsafe.texts(page.document, "conformsTo")  # some servers declare it in the landing page
     if not page.classes:
         target = _link(page.document, page.base, "conformance") or _below(page.url, "conformance")
         try:
             document, answer = await _fetch_json(ctx, target)
+            page.classes = jsonsafe.texts(document, "conformsTo")
+            page.bodies.append(answer.body)
+            if not page.classes:
+                page.conformance_unread = f"its conformance declaration {target} lists no class"
         except GeowebError as exc:
-            raise NotOGCAPI(f"its conformance declaration {target} was not read: {exc}") from None
-        page.classes = jsonsafe.texts(document, "conformsTo")
-        page.bodies.append(answer.body)
-    apis = declared_apis(page.classes)
+            page.conformance_unread = f"its conformance declaration {target} was not read: {exc}"
+    if page.conformance_unread:
+        await _apis_from_links(page, ctx)
+        return
+    apis = page.apis = declared_apis(page.classes)
     if apis.keys() - {"OGCAPI-PROCESSES"} and ctx.wants(*apis.keys() - {"OGCAPI-PROCESSES"}):
-        target = _link(page.document, page.base, "data") or _below(page.url, "collections")
-        page.collections = await _listing(ctx, page, target, "collections", cap)
+        page.collections = await _collections(ctx, page)
     if "OGCAPI-PROCESSES" in apis and ctx.wants("OGCAPI-PROCESSES"):
-        target = _link(page.document, page.base, "processes") or _below(page.url, "processes")
-        page.processes = await _listing(ctx, page, target, "processes", cap)
+        page.processes = await _processes(ctx, page)
     if apis:
-        target = _link(page.document, page.base, "service-desc", json_only=True)
-        answer = await _optional(ctx, page, target, "service description") if target else None
-        info = answer[0].get("info") if answer and isinstance(answer[0], dict) else None
-        page.service = info if isinstance(info, dict) else {}
+        await _service_description(ctx, page)
+
+
+async def _apis_from_links(page: LandingPage, ctx: DetectContext) -> None:
+    """The APIs of a landing page without a readable conformance declaration: those its collections'
+    links name, and Processes when it links processes it lists. Raises NotOGCAPI when none is shown."""
+    ctx.stats["ogcapi/conformance_unread"] += 1
+    log.info("ogcapi: %s: %s; its APIs are read from its links", page.url, page.conformance_unread)
+    page.collections = await _collections(ctx, page)
+    apis: dict[str, list[str]] = {api: [] for c in page.collections for api in sorted(collection_apis(c))}
+    if _link(page.document, page.base, "processes"):
+        page.processes = await _processes(ctx, page)
+        if page.processes:
+            apis["OGCAPI-PROCESSES"] = []
+    if not apis:
+        raise NotOGCAPI(
+            f"{page.conformance_unread}, and neither its links nor its collections show an OGC API"
+        )
+    page.apis = apis
+    await _service_description(ctx, page)
+
+
+async def _collections(ctx: DetectContext, page: LandingPage) -> list[dict]:
+    target = _link(page.document, page.base, "data") or _below(page.url, "collections")
+    return await _listing(ctx, page, target, "collections", ctx.settings.ogcapi_max_datasets)
+
+
+async def _processes(ctx: DetectContext, page: LandingPage) -> list[dict]:
+    target = _link(page.document, page.base, "processes") or _below(page.url, "processes")
+    return await _listing(ctx, page, target, "processes", ctx.settings.ogcapi_max_datasets)
+
+
+async def _service_description(ctx: DetectContext, page: LandingPage) -> None:
+    """The ``info`` of the API's OpenAPI definition, when it links one: its contact and keywords."""
+    target = _link(page.document, page.base, "service-desc", json_only=True)
+    answer = await _optional(ctx, page, target, "service description") if target else None
+    info = answer[0].get("info") if answer and isinstance(answer[0], dict) else None
+    page.service = info if isinstance(info, dict) else {}
 
 
 async def _optional(

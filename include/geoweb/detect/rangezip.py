@@ -1,15 +1,18 @@
-"""A ZIP too large to download, read in parts with HTTP Range requests: its central directory, then the one
-member a detector needs (a KMZ's doc.kml). Every read is capped at its length, so a server that ignores Range
-costs no download; it is left alone with RangeNotHonoured.
+"""Files too large to download, read in parts with HTTP Range requests: the head of a file, or a ZIP's
+central directory, then the one member a detector needs (a KMZ's doc.kml). Every read is capped at its
+length, so a server that ignores Range costs no download; it is left alone with RangeNotHonoured, unless
+the detector needs only the directory (a shapefile), which is then read from the end of a streamed GET.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import replace
 
 from geoweb.detect.base import DetectContext
-from geoweb.errors import MalformedContent, RangeNotHonoured, UnsafeContent
+from geoweb.errors import HTTPStatusError, MalformedContent, RangeNotHonoured, UnsafeContent
+from geoweb.fetch.response import Response
 from geoweb.ziputil import (
     LOCAL_HEADER_BYTES,
     TAIL_BYTES,
@@ -20,6 +23,9 @@ from geoweb.ziputil import (
 )
 
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
+log = logging.getLogger("geoweb.detect")
+
+HEAD_BYTES = 64 * 1024  # of a file over the body cap, enough to see what it is (its root, its first feature)
 # Room for a member's local extra field, read with its header and data in one request; real archives hold
 # a few dozen bytes there, and a longer one costs a second request.
 EXTRA_FIELD_ALLOWANCE = 1024
@@ -46,9 +52,49 @@ async def read_range(
     return response.body, total
 
 
-async def remote_directory(ctx: DetectContext, url: str, *, counter: str) -> tuple[list[ZipEntry], int]:
-    """The members of the archive at ``url`` and its size, in one or two Range requests."""
-    tail, archive_bytes = await read_range(ctx, url, None, TAIL_BYTES, counter=counter)
+async def read_head(ctx: DetectContext, response: Response, length: int, *, counter: str) -> bytes:
+    """The first bytes (up to ``length``) of a file the body cap cut: those the crawl read, else one Range
+    request's. A server that ignores Range sends the file's start anyway, capped at ``length``."""
+    if response.body:
+        return response.body[:length]
+    ctx.stats[f"{counter}/range_requests"] += 1
+    head = await ctx.fetch(response.final_url, headers={"Range": f"bytes=0-{length - 1}"}, max_bytes=length)
+    if head.status not in (200, 206):
+        raise HTTPStatusError(head.status, url=head.final_url)
+    if not head.body:  # a whole file announced over the cap: not read
+        raise RangeNotHonoured(
+            f"HTTP {head.status} without the first {length} bytes; the file is not downloaded"
+        )
+    return head.body[:length]
+
+
+async def read_tail(ctx: DetectContext, url: str, length: int, *, counter: str) -> tuple[bytes, int]:
+    """The last ``length`` bytes of the file at ``url`` and its size, from a plain GET streamed to its end
+    (at most ``tail_stream_max_bytes``) of which only those bytes are kept; counted as
+    ``<counter>/tail_streams``."""
+    ctx.stats[f"{counter}/tail_streams"] += 1
+    response = await ctx.fetch(url, max_bytes=length, tail=True)
+    if not 200 <= response.status < 300:
+        raise HTTPStatusError(response.status, url=url)
+    if not response.complete:
+        cap = ctx.settings.tail_stream_max_bytes
+        raise RangeNotHonoured(f"the server ignores Range and the file is over {cap} bytes; not streamed")
+    return response.body, response.body_offset + len(response.body)
+
+
+async def remote_directory(
+    ctx: DetectContext, url: str, *, counter: str, stream_tail: bool = False
+) -> tuple[list[ZipEntry], int]:
+    """The members of the archive at ``url`` and its size, in one or two Range requests. With
+    ``stream_tail``, a server that ignores Range is asked for the whole file once more, of which only the
+    last bytes are kept (a detector that needs nothing but the directory)."""
+    try:
+        tail, archive_bytes = await read_range(ctx, url, None, TAIL_BYTES, counter=counter)
+    except RangeNotHonoured as exc:
+        if not stream_tail:
+            raise
+        log.info("%s: %s; its directory is read from the end of the streamed file", url, exc)
+        tail, archive_bytes = await read_tail(ctx, url, TAIL_BYTES, counter=counter)
     location = locate_directory(tail, archive_bytes)
     if location.size > ctx.settings.max_body_bytes:
         raise UnsafeContent(f"central directory of {location.size} bytes is over the body cap")

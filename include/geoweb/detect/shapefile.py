@@ -1,19 +1,24 @@
 """Zipped ESRI shapefiles: a .shp with its .shx and .dbf (same stem, any case, any folder) inside a ZIP.
 
-A ZIP up to ``settings.shapefile_download_cap`` is read from the body the crawl already fetched: pyogrio gives
-each shapefile's feature count, geometry type, CRS and bbox, reprojected to WGS84 with pyproj. A larger ZIP is
+A ZIP up to ``settings.shapefile_download_cap`` is read from the body the crawl already fetched, from the
+shapefile's headers alone: the .shp header's shape type and bounds, the .shx length's feature count, the
+.prj's CRS (pyproj), the bounds reprojected to WGS84. Each member is still decompressed and checked whole (its
+CRC, the bomb limits) a chunk at a time, but nothing of it is held beyond its header. A larger ZIP is
 identified from its central directory alone, read with at most two HTTP Range requests: the archive itself is
-never downloaded, and a server that ignores Range is left alone.
+never held. From a server that ignores Range, the archive is streamed once to its end (at most
+``tail_stream_max_bytes``) keeping only its last 64 KiB, where the directory lies.
 """
 
 from __future__ import annotations
 
 import asyncio
-import io
 import logging
 import posixpath
-import zipfile
+import struct
 from dataclasses import dataclass
+
+from pyproj import CRS
+from pyproj.exceptions import CRSError
 
 from geoweb.detect.base import DetectContext, Detector
 from geoweb.detect.crs import reprojected_bbox
@@ -95,7 +100,7 @@ class ShapefileDetector(Detector):
             if response.body and not response.body.startswith(ZIP_MAGIC):  # an empty body was not read
                 raise MalformedContent("body is not a ZIP archive")
             if response.complete and len(response.body) <= ctx.settings.shapefile_download_cap:
-                # GDAL reads in a worker thread: the crawl's other requests go on meanwhile
+                # members are decompressed in a worker thread: the crawl's other requests go on meanwhile
                 resource = await asyncio.to_thread(shapefile_resource, response, ctx.settings)
             else:
                 resource = await shapefile_resource_by_range(response, ctx)
@@ -118,7 +123,9 @@ def shapefile_resource(response: Response, settings: Settings) -> Resource:
 
 async def shapefile_resource_by_range(response: Response, ctx: DetectContext) -> Resource:
     """The resource of a ZIP too large to download, from its central directory read with Range requests."""
-    entries, archive_bytes = await remote_directory(ctx, response.final_url, counter="shapefile")
+    entries, archive_bytes = await remote_directory(
+        ctx, response.final_url, counter="shapefile", stream_tail=True
+    )
     shapefiles = _require_shapefiles(find_shapefiles(entries))
     datasets = [Dataset(name=s.stem, extra={"path": s.path}) for s in shapefiles]
     return _resource(response, archive_bytes, shapefiles, datasets, "range")
@@ -143,38 +150,62 @@ def _resource(
     )
 
 
-def _describe(reader: ZipReader, shapefile: Shapefile, url: str) -> Dataset | None:
-    """The dataset of one shapefile, or None (logged) when it cannot be read; a zip bomb raises."""
-    import pyogrio  # imported here: it costs a second (pandas) and only downloaded archives need it
+SHP_HEADER = struct.Struct("<32xi4d")  # after the big-endian file code and length: shape type, bounds
+FILE_CODE = 9994
+PRJ_MAX_BYTES = 64 * 1024  # a .prj is one WKT string; a longer one is not a CRS
+# shape type -> geometry type as GDAL names it (the M and Z variants keep their letter)
+SHAPE_TYPES = {
+    0: None, 1: "Point", 3: "LineString", 5: "Polygon", 8: "MultiPoint",
+    11: "Point Z", 13: "LineString Z", 15: "Polygon Z", 18: "MultiPoint Z",
+    21: "Point M", 23: "LineString M", 25: "Polygon M", 28: "MultiPoint M", 31: "MultiPatch",
+}  # fmt: skip
 
+
+def _describe(reader: ZipReader, shapefile: Shapefile, url: str) -> Dataset | None:
+    """The dataset of one shapefile from its headers, or None (logged) when they cannot be read; a zip
+    bomb raises."""
     try:
-        info = pyogrio.read_info(_repack(reader, shapefile))
+        shape_type, bounds = _shp_header(reader.head(shapefile.members[".shp"], 100))
+        index = shapefile.members[".shx"]
+        if reader.head(index, 4) != struct.pack(">i", FILE_CODE):
+            raise MalformedContent(".shx has no shapefile header")
+        reader.head(shapefile.members[".dbf"], 32)  # checked whole (CRC, size), its header not needed
+        crs = _crs(reader, shapefile.members.get(".prj"))
     except UnsafeContent:
         raise  # a bomb condemns the whole archive
-    except Exception as exc:  # a broken member, or GDAL failing in any way on bytes nobody vetted
+    except MalformedContent as exc:
         log.info("shapefile: %s: %s is unreadable: %s", url, shapefile.path, exc)
         return None
-    crs, features = info["crs"], int(info["features"])
+    features = max(0, (index.size - 100) // 8)  # one 8-byte record per feature after the 100-byte header
     return Dataset(
         name=shapefile.stem,
-        bbox=reprojected_bbox(info["total_bounds"], crs) if features > 0 else None,
+        bbox=reprojected_bbox(bounds, crs) if features > 0 else None,
         extra={
             "path": shapefile.path,
             "features": features,
-            "geometry_type": info["geometry_type"],
+            "geometry_type": SHAPE_TYPES[shape_type],
             "crs": crs,
         },
     )
 
 
-def _repack(reader: ZipReader, shapefile: Shapefile) -> bytes:
-    """One shapefile's members as a flat, uncompressed ZIP in memory.
+def _shp_header(header: bytes) -> tuple[int, tuple[float, float, float, float]]:
+    if len(header) < 100 or struct.unpack_from(">i", header)[0] != FILE_CODE:
+        raise MalformedContent(".shp has no shapefile header")
+    shape_type, *bounds = SHP_HEADER.unpack_from(header)
+    if shape_type not in SHAPE_TYPES:
+        raise MalformedContent(f".shp of unknown shape type {shape_type}")
+    return shape_type, tuple(bounds)
 
-    GDAL opens a ZIP held in memory only when its shapefile sits at the root, and this way it never sees the
-    original (possibly hostile) archive: every byte it gets went through the capped reader.
-    """
-    package = io.BytesIO()
-    with zipfile.ZipFile(package, "w", zipfile.ZIP_STORED) as archive:
-        for ext, entry in shapefile.members.items():
-            archive.writestr("layer" + ext, reader.read(entry))
-    return package.getvalue()
+
+def _crs(reader: ZipReader, prj: ZipEntry | None) -> str | None:
+    """``EPSG:<code>`` of the .prj when pyproj identifies one, else its WKT; None without a usable .prj."""
+    if prj is None or prj.size > PRJ_MAX_BYTES:
+        return None
+    wkt = reader.read(prj).decode("latin-1").strip()
+    try:
+        crs = CRS.from_wkt(wkt)
+    except CRSError:
+        return None
+    code = crs.to_epsg()
+    return f"EPSG:{code}" if code else crs.to_wkt()

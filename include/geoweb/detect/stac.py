@@ -4,9 +4,12 @@ A STAC document is JSON with ``stac_version`` and a ``links`` array; a static ca
 its root catalog. A child collection, a sub-catalog or an item found first leads to the root, probed once
 per run: a URL shaped like an API's ``{landing}/collections/{id}`` to that landing page first (APIs serving
 a static catalog may keep its ``rel=root``, which points at the static files), then its ``rel=root``.
-A root whose ``conformsTo`` names a STAC API class, or that links a ``rel=search`` endpoint, is an API; its
-datasets come from ``/collections`` (bounded paging of ``rel=next``). A static root's datasets are the
-collections found by walking ``rel=child`` links to a bounded depth and count. Items are never enumerated.
+An item leads to its ``rel=collection`` too, when that collection is a root. A lone item (no root, no
+collection, no API-shaped URL) is a STAC resource by itself, its one dataset the item; an item whose root
+fails is nothing (docs/stac.md). A root whose ``conformsTo`` names a STAC API class, or that links a
+``rel=search`` endpoint, is an API; its datasets come from ``/collections`` (bounded paging of
+``rel=next``). A static root's datasets are the collections found by walking ``rel=child`` links to a
+bounded depth and count. Items are never enumerated.
 """
 
 from __future__ import annotations
@@ -22,7 +25,16 @@ from geoweb.detect.ogc.common import unique_by_name
 from geoweb.detect.ogcapi import collection_dataset  # a STAC collection is an OGC API collection
 from geoweb.errors import GeowebError, HTTPStatusError, MalformedContent
 from geoweb.fetch.response import Response
-from geoweb.jsonsafe import links, looks_like_json, objects, parse_json, response_object, text, texts
+from geoweb.jsonsafe import (
+    links,
+    lonlat_bbox,
+    looks_like_json,
+    objects,
+    parse_json,
+    response_object,
+    text,
+    texts,
+)
 from geoweb.links.normalize import normalize_url
 from geoweb.models import STAC_TYPES, Dataset, Resource, sha256, union_bbox
 
@@ -122,11 +134,24 @@ def is_api(node: Node) -> bool:
 
 def root_candidates(node: Node) -> list[str]:
     """Where the root of a non-root node may be: for a URL shaped like an API's collection or item, the
-    landing page above ``/collections``; then its rel=root."""
+    landing page above ``/collections``; then its rel=root; for an item, then its rel=collection."""
     parts = urlsplit(node.url)
     api_path = API_COLLECTION_PATH.fullmatch(parts.path)
     candidates = [urlunsplit((parts.scheme, parts.netloc, api_path[1] or "/", "", ""))] if api_path else []
-    return _new(candidates + node.link_urls("root")[:1], {node.url})
+    candidates += node.link_urls("root")[:1]
+    if node.kind == "Feature":
+        candidates += node.link_urls("collection")[:1]
+    return _new(candidates, {node.url})
+
+
+def is_lone_item(node: Node) -> bool:
+    """An item with no link to a root or a collection (not even one that cannot be followed), at a URL no
+    API would serve it from."""
+    return (
+        node.kind == "Feature"
+        and not any(link.get("rel") in ("root", "collection") for link in objects(node.document, "links"))
+        and API_COLLECTION_PATH.fullmatch(urlsplit(node.url).path) is None
+    )
 
 
 def _new(urls: list[str], seen: set[str]) -> list[str]:
@@ -156,6 +181,8 @@ class STACDetector(Detector):
         if is_root(node):
             if not ctx.first_time("stac-root:" + node.url):  # a deep link led to it before in this run
                 return []
+        elif is_lone_item(node):
+            return self._lone_item(node, ctx)
         else:
             try:
                 node = await self._probe_root(node, ctx)
@@ -169,6 +196,14 @@ class STACDetector(Detector):
         datasets = await (api_datasets(node, ctx) if kind == "STAC-API" else static_datasets(node, ctx))
         ctx.stats[f"stac/found/{kind}"] += 1
         return [describe(node, kind, datasets)]
+
+    def _lone_item(self, item: Node, ctx: DetectContext) -> list[Resource]:
+        """An item that names no root, no collection and sits at no API path: the resource is the item."""
+        if not ctx.wants("STAC"):
+            return []
+        ctx.stats["stac/found/STAC"] += 1
+        ctx.stats["stac/lone_items"] += 1
+        return [describe(item, "STAC", [item_dataset(item.document)])]
 
     async def _probe_root(self, node: Node, ctx: DetectContext) -> Node | None:
         """The root a child, item or search result leads to, each candidate fetched once per run; None when
@@ -193,8 +228,10 @@ class STACDetector(Detector):
 
 def describe(node: Node, kind: str, datasets: list[Dataset]) -> Resource:
     document = node.document
-    providers = objects(document, "providers")
-    extra: dict = {"stac_type": node.kind}
+    # an item keeps its title, description, keywords and providers in its properties
+    fields = document.get("properties") if node.kind == "Feature" else document
+    providers = objects(fields, "providers")
+    extra: dict = {"stac_type": "Item" if node.kind == "Feature" else node.kind}
     if kind == "STAC-API":
         extra["conformance"] = sorted(
             c for c in texts(document, "conformsTo") if c.startswith(API_CLASS_PREFIX)
@@ -203,14 +240,29 @@ def describe(node: Node, kind: str, datasets: list[Dataset]) -> Resource:
         url=node.url,
         type=kind,
         version=text(document, "stac_version"),
-        title=text(document, "title") or text(document, "id"),
-        abstract=text(document, "description"),
-        keywords=texts(document, "keywords"),
+        title=text(fields, "title") or text(document, "id"),
+        abstract=text(fields, "description"),
+        keywords=texts(fields, "keywords"),
         provider=text(providers[0], "name") if providers else None,
         datasets=datasets,
         bbox=union_bbox(d.bbox for d in datasets),
         extra=extra,
         content_sha256=sha256(node.body),
+    )
+
+
+def item_dataset(item: dict) -> Dataset:
+    """A lone item as a dataset: its id, title, WGS84 ``bbox`` and the media types of its assets."""
+    properties = item.get("properties")
+    assets = item.get("assets") if isinstance(item.get("assets"), dict) else {}
+    media_types = sorted({t for asset in assets.values() if (t := text(asset, "type"))})
+    extra = {"assets": len(assets), "media_types": media_types, "collection": text(item, "collection")}
+    return Dataset(
+        name=text(item, "id"),
+        title=text(properties, "title"),
+        bbox=lonlat_bbox(item.get("bbox")),
+        keywords=texts(properties, "keywords"),
+        extra={key: value for key, value in extra.items() if value},
     )
 
 

@@ -12,6 +12,7 @@ import logging
 import time
 import zlib
 from collections import Counter
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from datetime import UTC
 from email.utils import parsedate_to_datetime
@@ -52,6 +53,7 @@ class _Options:
     max_redirects: int
     obey_robots: bool
     read_oversized: bool = False  # read the first max_bytes of a body declared larger (robots.txt)
+    tail: bool = False  # stream the whole body, keeping only its last max_bytes
 
 
 _ROBOTS_OPTIONS = _Options(
@@ -87,6 +89,9 @@ class Fetcher:
             else None
         )
         self._session: aiohttp.ClientSession | None = None
+        # Bodies allowed past max_body_bytes (capabilities probes, a KML fetched again under its own cap)
+        # are read one at a time: the memory of one crawl process stays bounded however many are asked at once.
+        self._large_bodies = asyncio.Semaphore(1)
 
     async def __aenter__(self) -> Fetcher:
         s = self.settings
@@ -112,21 +117,32 @@ class Fetcher:
             self._session = None
 
     async def get(
-        self, url: str, *, headers: dict[str, str] | None = None, max_bytes: int | None = None
+        self,
+        url: str,
+        *,
+        headers: dict[str, str] | None = None,
+        max_bytes: int | None = None,
+        tail: bool = False,
     ) -> Response:
-        """GET ``url``, following redirects; the body is cut at ``max_bytes`` (default from settings)."""
+        """GET ``url``, following redirects; the body is cut at ``max_bytes`` (default from settings).
+
+        With ``tail``, the whole body is streamed (up to ``settings.tail_stream_max_bytes``) and only its last
+        ``max_bytes`` are kept: ``Response.body_offset`` says where they start. A ZIP's central directory
+        is read so from a server that ignores Range, in the memory of those bytes.
+        """
         if self._session is None:
             raise RuntimeError("Fetcher is not open: use 'async with Fetcher(settings) as fetcher'")
-        ranged = headers is not None and any(name.lower() == "range" for name in headers)
-        if ranged:
-            # A byte range of a compressed body is useless: ask for the bytes as stored.
-            headers = {"Accept-Encoding": "identity", **headers}
+        stored = tail or (headers is not None and any(name.lower() == "range" for name in headers))
+        if stored:
+            # A byte range or a tail of a compressed body is useless: ask for the bytes as stored.
+            headers = {"Accept-Encoding": "identity", **(headers or {})}
         options = _Options(
             headers=headers,
             max_bytes=self.settings.max_body_bytes if max_bytes is None else max_bytes,
-            decode=not ranged,
+            decode=not stored,
             max_redirects=self.settings.max_redirects,
             obey_robots=self._robots is not None,
+            tail=tail,
         )
         try:
             return await self._fetch(url, options)
@@ -168,11 +184,12 @@ class Fetcher:
         origin = f"{current.scheme}://{current.raw_host}:{current.port}"
         crawl_delay = await self._robots.check(current, origin) if options.obey_robots else None
         slot = self._slots.get(origin, crawl_delay)
+        large = self._large_bodies if options.max_bytes > self.settings.max_body_bytes else nullcontext()
         retries = self.settings.retries
         attempt = 0
         while True:
             try:
-                async with slot:
+                async with large, slot:
                     response = await self._request(url, current, options)
             except (aiohttp.ClientConnectorDNSError, aiohttp.ClientSSLError) as exc:
                 # a missing name or a bad certificate is not fixed by asking again
@@ -216,14 +233,19 @@ class Fetcher:
             status = resp.status
             self.stats[f"fetch/status/{status}"] += 1
             headers = {name.lower(): value for name, value in resp.headers.items()}
+            offset = 0
             if status in REDIRECT_STATUSES and "location" in headers:
                 body, complete, undecodable = b"", True, None  # followed, never returned: no need to read it
+            elif options.tail:
+                body, offset, complete = await self._read_tail(resp, options.max_bytes)
+                undecodable = None
             else:
                 body, complete, undecodable = await self._read_body(resp, headers, options)
         self.stats["fetch/bytes"] += len(body)
         response = Response(
-            url=url, final_url=str(current), status=status, headers=headers, body=body, complete=complete
-        )
+            url=url, final_url=str(current), status=status, headers=headers, body=body, complete=complete,
+            body_offset=offset,
+        )  # fmt: skip
         if undecodable:
             raise _Undecodable(undecodable, response)
         return response
@@ -261,6 +283,29 @@ class Fetcher:
         if decoder is not None and not decoder.finished:
             return b"".join(parts), False, f"{encoding} stream ends early"
         return b"".join(parts), True, None
+
+    async def _read_tail(self, resp: aiohttp.ClientResponse, keep: int) -> tuple[bytes, int, bool]:
+        """The last ``keep`` bytes of the body as sent (not decoded: a tail is read for its stored bytes),
+        their offset in it, and whether the whole body was streamed within ``tail_stream_max_bytes``."""
+        limit = self.settings.tail_stream_max_bytes
+        if resp.content_length is not None and resp.content_length > limit:
+            self._incomplete(resp.url, "truncated", f"Content-Length {resp.content_length} over the tail cap")
+            return b"", 0, False
+        window = bytearray()
+        size = 0
+        try:
+            while chunk := await resp.content.readany():
+                size += len(chunk)
+                if size > limit:
+                    self._incomplete(resp.url, "truncated", f"body over the tail cap of {limit} bytes")
+                    return b"", 0, False
+                window += chunk
+                del window[: max(0, len(window) - keep)]
+        except aiohttp.ClientPayloadError as exc:
+            self._incomplete(resp.url, "incomplete", f"body cut short: {exc}")
+            return b"", 0, False
+        self.stats["fetch/tail_streamed_bytes"] += size
+        return bytes(window), size - len(window), True
 
     def _incomplete(self, url: URL, key: str, reason: str) -> None:
         self.stats[f"fetch/{key}"] += 1

@@ -20,6 +20,7 @@ class Response:
     body: bytes
     complete: bool = True  # False when the body was cut at the size cap or not read at all
     redirects: list[str] = field(default_factory=list)
+    body_offset: int = 0  # where ``body`` starts in the whole document (a tail read: its size minus the tail)
 
     @property
     def content_type(self) -> str:

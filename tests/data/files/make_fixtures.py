@@ -103,6 +103,26 @@ PARKS_KML = kml_bytes(
 )
 
 
+def legacy_kml(placemarks: int = 1119) -> bytes:
+    """A KML whose ``kml`` root has no namespace, as older exporters write it (README.md in this folder):
+    a named Document with a placemark at its root and the rest in two folders, one a subfolder."""
+    points = [
+        f"<Placemark><name>P{i}</name><Point><coordinates>{14 + (i % 200) / 100},{44 + (i % 150) / 75},0"
+        "</coordinates></Point></Placemark>"
+        for i in range(1, placemarks)
+    ]
+    half = len(points) // 2
+    return (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<kml>\n  <Document>\n'
+        "    <name>TopLevel</name>\n"
+        "    <Placemark><name></name><LineString><altitudeMode>clampToGround</altitudeMode>"
+        "<coordinates>13,43 13.5,43.5</coordinates></LineString></Placemark>\n"
+        f"    <Folder><name>SubFolder1</name>{''.join(points[:half])}</Folder>\n"
+        f"    <Folder><name>SubFolder2</name><Folder><name>Nested</name>{''.join(points[half:])}</Folder></Folder>\n"
+        "  </Document>\n</kml>\n"
+    ).encode()
+
+
 def response(
     url: str, body: bytes = b"", *, headers: dict | None = None, complete: bool = True, status: int = 200
 ) -> Response:
@@ -127,21 +147,28 @@ class LoopbackFetch:
     def __init__(self, settings: Settings | None = None):
         self.max_body_bytes = (settings or Settings()).max_body_bytes
         self.requests = 0
-        self.bytes = 0
+        self.bytes = 0  # kept
+        self.streamed = 0  # read and dropped by tail reads
         self.sent: list[dict] = []
 
     async def __call__(
-        self, url: str, *, headers: dict | None = None, max_bytes: int | None = None
+        self, url: str, *, headers: dict | None = None, max_bytes: int | None = None, tail: bool = False
     ) -> Response:
         cap = self.max_body_bytes if max_bytes is None else max_bytes
         self.requests += 1
-        self.sent.append(dict(headers or {}))
+        self.sent.append(dict(headers or {}) | ({"tail": True} if tail else {}))
         async with (
             aiohttp.ClientSession(auto_decompress=False) as session,
             session.get(url, headers=headers) as answer,
         ):
-            complete, body = True, bytearray()
-            if (answer.content_length or 0) > cap:  # the fetcher does not read such a body
+            complete, body, offset = True, bytearray(), 0
+            if tail:  # streamed to its end, only the last ``cap`` bytes kept (tail_stream_max_bytes untested)
+                async for chunk in answer.content.iter_chunked(64 * 1024):
+                    self.streamed += len(chunk)
+                    offset += len(chunk)
+                    body = (body + chunk)[-cap:]
+                offset -= len(body)
+            elif (answer.content_length or 0) > cap:  # the fetcher does not read such a body
                 complete = False
             else:
                 async for chunk in answer.content.iter_chunked(64 * 1024):
@@ -151,7 +178,9 @@ class LoopbackFetch:
                         break
             self.bytes += len(body)
             names = {name.lower(): value for name, value in answer.headers.items()}
-            return Response(url, str(answer.url), answer.status, names, bytes(body), complete)
+            return Response(
+                url, str(answer.url), answer.status, names, bytes(body), complete, body_offset=offset
+            )
 
 
 @asynccontextmanager
@@ -207,3 +236,99 @@ def padded_shapefile_members(tmp_path: Path, *, padding: int = 12 * MB) -> dict:
     members = {f"data/{name}": data for name, data in shapefile_members(tmp_path, "parcels").items()}
     members["padding.bin"] = os.urandom(padding)
     return members
+
+
+# --- GeoTIFFs of the shapes the header reader once misread (README.md in this folder) -------------------------
+
+# A Transverse Mercator that is no EPSG CRS: GDAL writes it as user-defined GeoKeys (32767) with parameters.
+USER_TMERC = "+proj=tmerc +lat_0=0 +lon_0=15.5 +k=0.9999 +x_0=500000 +y_0=0 +ellps=GRS80 +units=m +no_defs"
+# Degrees from the Paris meridian: a user-defined geographic CRS with its prime meridian.
+PARIS_DEGREES = (
+    'GEOGCS["NTF (Paris) in degrees",DATUM["Nouvelle_Triangulation_Francaise_Paris",'
+    'SPHEROID["Clarke 1880 (IGN)",6378249.2,293.4660212936269]],PRIMEM["Paris",2.33722917],'
+    'UNIT["degree",0.0174532925199433],AXIS["Longitude",EAST],AXIS["Latitude",NORTH]]'
+)
+
+
+def write_geotiff(
+    path: Path, crs, transform, *, width: int = 200, height: int = 200, tags=None, **options
+) -> Path:
+    """A one-band GeoTIFF written by GDAL (rasterio's bindings)."""
+    import numpy
+    import rasterio
+
+    with rasterio.open(
+        path, "w", driver="GTiff", width=width, height=height, count=1, dtype="uint8", crs=crs,
+        transform=transform, **options,
+    ) as dataset:  # fmt: skip
+        dataset.write(numpy.zeros((1, height, width), "uint8"))
+        if tags:
+            dataset.update_tags(**tags)
+    return path
+
+
+def geotiff_cases(folder: Path) -> dict[str, tuple[Path, str | None, tuple]]:
+    """name -> (file, its CRS as pyproj reads it, its extent in that CRS): one file per shape."""
+    from rasterio.transform import from_origin
+
+    cases = {}
+
+    def case(name, crs, west, north, step, **options):
+        path = write_geotiff(folder / f"{name}.tif", crs, from_origin(west, north, step, step), **options)
+        cases[name] = (path, crs, (west, north - 200 * step, west + 200 * step, north))
+
+    case("user_defined", USER_TMERC, 480_000, 5_000_000, 10)
+    case("prime_meridian", PARIS_DEGREES, 12.0, 45.5, 0.005)
+    case("grads", "EPSG:4807", 13.5, 50.5, 0.01)  # NTF (Paris) in grads: both at once
+    case("pixel_is_point", "EPSG:4326", 14.0, 46.0, 0.01, tags={"AREA_OR_POINT": "Point"})
+    case("esri_wkt", USER_TMERC, 480_000, 5_000_000, 10, GEOTIFF_KEYS_FLAVOR="ESRI_PE")
+    case("long_keys", "EPSG:32633", 500_000, 5_000_000, 10)
+    path = cases["long_keys"][0]
+    path.write_bytes(with_long_geokeys(path.read_bytes()))
+    # a projected CRS declared user-defined with no parameter at all, over numbers that look like degrees
+    case("unknown_crs", "EPSG:4326", 14.0, 46.0, 0.01)
+    path = cases["unknown_crs"][0]
+    path.write_bytes(with_geokeys(path.read_bytes(), [1, 1, 0, 2, 1024, 0, 1, 1, 3072, 0, 1, 32767]))
+    cases["unknown_crs"] = (path, None, cases["unknown_crs"][2])
+    # the directory written after the image data: GDAL rewrites it at the end when georeferencing grows
+    path = write_geotiff(folder / "directory_far.tif", None, None, width=400, height=400)
+    import rasterio
+
+    with rasterio.open(path, "r+") as dataset:
+        dataset.crs, dataset.transform = "EPSG:32633", from_origin(500_000, 5_000_000, 10, 10)
+    cases["directory_far"] = (path, "EPSG:32633", (500_000, 4_996_000, 504_000, 5_000_000))
+    return cases
+
+
+def _geokey_entry(data: bytes) -> tuple[int, int, int]:
+    """(entry offset, value count, value offset) of the SHORT GeoKeyDirectory of a classic little-endian TIFF."""
+    import struct
+
+    (ifd,) = struct.unpack_from("<I", data, 4)
+    (count,) = struct.unpack_from("<H", data, ifd)
+    for entry in range(ifd + 2, ifd + 2 + 12 * count, 12):
+        tag, kind, n, offset = struct.unpack_from("<HHII", data, entry)
+        if tag == 34735 and kind == 3:
+            return entry, n, offset
+    raise ValueError("no SHORT GeoKeyDirectory")
+
+
+def with_long_geokeys(data: bytes) -> bytes:
+    """The TIFF with its GeoKeyDirectory rewritten as LONG values at the end."""
+    import struct
+
+    entry, n, offset = _geokey_entry(data)
+    values = struct.unpack_from(f"<{n}H", data, offset)
+    out = bytearray(data) + b"\x00" * (len(data) % 2)
+    struct.pack_into("<HHII", out, entry, 34735, 4, n, len(out))
+    return bytes(out + struct.pack(f"<{n}I", *values))
+
+
+def with_geokeys(data: bytes, keys: list[int]) -> bytes:
+    """The TIFF with its GeoKeyDirectory overwritten by ``keys`` (no longer than it), zeros after them."""
+    import struct
+
+    _, n, offset = _geokey_entry(data)
+    out = bytearray(data)
+    struct.pack_into(f"<{n}H", out, offset, *keys, *[0] * (n - len(keys)))
+    return bytes(out)

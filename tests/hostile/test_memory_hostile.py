@@ -1,0 +1,165 @@
+"""Peak memory of one ``geoweb crawl`` process against inputs built to exhaust it (README, "Reliability").
+
+Each test serves one hostile input on loopback, crawls it with ``geoweb crawl`` in a subprocess, and reads
+that process's peak resident set size (``VmHWM`` of /proc/self/status, read by the process itself as it
+exits: ``ru_maxrss`` would report the forking parent's peak, which Linux carries across exec). The
+bound is the ``max_memory_bytes`` setting (400 MB); each test also checks the input was found, so a
+crawl that skipped it cannot pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import os
+import random
+import sys
+from pathlib import Path
+
+from aiohttp import web
+
+from geoweb.settings import MB, Settings
+from tests.data.files.make_fixtures import serve, shapefile_members, zip_bytes
+
+ROOT = Path(__file__).resolve().parents[2]
+LIMIT = Settings().max_memory_bytes
+# Runs the CLI in a fresh interpreter and writes its own peak RSS in bytes where GEOWEB_PEAK_FILE says.
+MEASURED = (
+    "import os, sys\n"
+    "from geoweb.cli import main\n"
+    "try:\n"
+    "    code = main(sys.argv[1:])\n"
+    "finally:\n"
+    "    status = open('/proc/self/status').read().split('VmHWM:')[1].split()[0]\n"
+    "    open(os.environ['GEOWEB_PEAK_FILE'], 'w').write(str(int(status) * 1024))\n"
+    "sys.exit(code)\n"
+)
+
+
+def crawl_peak(tmp_path: Path, routes: dict, seed: str, *args: str) -> tuple[int, list[dict]]:
+    """(peak RSS in bytes, resources found) of ``geoweb crawl`` from ``seed`` (a path) over ``routes``."""
+
+    async def run():
+        async with serve(routes) as base:
+            host = base.removeprefix("http://")
+            output, peak = tmp_path / "found.jsonl", tmp_path / "peak"
+            process = await asyncio.create_subprocess_exec(
+                sys.executable, "-c", MEASURED, "crawl", "--seed", base + seed, "--allow-host", host,
+                "--max-level", "1", "--output", str(output), *args,
+                env={**os.environ, "GEOWEB_PEAK_FILE": str(peak),
+                     "PYTHONPATH": os.pathsep.join([str(ROOT / "include"), os.environ.get("PYTHONPATH", "")])},
+                stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+            )  # fmt: skip
+            _, stderr = await asyncio.wait_for(process.communicate(), timeout=240)
+            assert process.returncode == 0, stderr.decode()[-2000:]
+            found = [json.loads(line) for line in output.read_text().splitlines()]
+            return int(peak.read_text()), found
+
+    return asyncio.run(run())
+
+
+def page(*links: str):
+    """A handler answering an HTML page that links ``links``."""
+    anchors = "".join(f'<a href="{link}">{link}</a>' for link in links)
+
+    async def handle(request):
+        return web.Response(text=f"<html><body>{anchors}</body></html>", content_type="text/html")
+
+    return handle
+
+
+def report(name: str, peak: int) -> None:
+    print(f"\npeak RSS, {name}: {peak / MB:.0f} MB (bound {LIMIT / MB:.0f} MB)")
+    assert peak < LIMIT
+
+
+def crawl_file(tmp_path: Path, name: str, body: bytes, content_type: str, kind: str) -> list[dict]:
+    """The resources of a crawl of a page linking the file ``name``; its peak memory reported and bounded."""
+
+    async def file(request):
+        return web.Response(body=body, content_type=content_type)
+
+    peak, found = crawl_peak(tmp_path, {"/": page(f"/{name}"), f"/{name}": file}, "/", "--types", kind)
+    report(f"{len(body) / MB:.1f} MB {kind} file", peak)
+    return found
+
+
+# --- a 5 MB KMZ: its KML streamed, never a tree --------------------------------------------------------------
+
+
+def big_kmz() -> bytes:
+    """About 5 MB of KMZ whose doc.kml is some 45 MB of small placemarks (random coordinates of four
+    decimals compress about 9:1): millions of elements, as exports of point layers are."""
+    rng = random.Random(14)
+    placemarks = "".join(
+        f"<Placemark><Point><coordinates>{rng.uniform(14, 16):.4f},{rng.uniform(44, 46):.4f}</coordinates>"
+        "</Point></Placemark>"
+        for _ in range(620_000)
+    )
+    kml = ('<?xml version="1.0"?><kml xmlns="http://www.opengis.net/kml/2.2"><Document><name>Tracks</name>'
+           + placemarks + "</Document></kml>").encode()  # fmt: skip
+    return zip_bytes({"doc.kml": kml})
+
+
+def test_a_5_mb_kmz_stays_under_the_memory_bound(tmp_path):
+    kmz = big_kmz()
+    assert 4 * MB < len(kmz) < 7 * MB
+    found = crawl_file(tmp_path, "tracks.kmz", kmz, "application/vnd.google-earth.kmz", "KML")
+    assert [(r["type"], r["title"], r["extra"]["placemarks"]) for r in found] == [("KML", "Tracks", 620_000)]
+
+
+# --- six capabilities probes of 2 MB gzip each (19 MB decoded) ------------------------------------------------
+
+
+WORDS = "river lake road forest soil slope basin coast".split()
+
+
+def big_capabilities() -> bytes:
+    """A WMS 1.3.0 capabilities document of some 19 MB: 7,400 layers with long abstracts of random words from
+    a small vocabulary, which gzip brings to about 2 MB."""
+    rng = random.Random(7)
+    layers = "".join(
+        f'<Layer queryable="1"><Name>l{i}</Name><Title>Layer {i}</Title>'
+        f"<Abstract>{' '.join(rng.choices(WORDS, k=400))}</Abstract>"
+        f"<EX_GeographicBoundingBox><westBoundLongitude>{rng.uniform(-180, 0):.5f}</westBoundLongitude>"
+        f"<eastBoundLongitude>{rng.uniform(0, 180):.5f}</eastBoundLongitude><southBoundLatitude>-10</southBoundLatitude>"
+        f"<northBoundLatitude>10</northBoundLatitude></EX_GeographicBoundingBox></Layer>"
+        for i in range(7_400)
+    )
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?><WMS_Capabilities version="1.3.0" xmlns="http://www.opengis.net/wms">'
+        "<Service><Name>WMS</Name><Title>Big</Title></Service><Capability><Request><GetCapabilities><Format>text/xml"
+        "</Format></GetCapabilities></Request><Layer><Title>Root</Title>" + layers + "</Layer></Capability></WMS_Capabilities>"
+    ).encode()  # fmt: skip
+
+
+def test_six_capabilities_probes_of_2_mb_gzip_stay_under_the_memory_bound(tmp_path):
+    document = big_capabilities()
+    compressed = gzip.compress(document, 6)
+    assert len(document) > 18 * MB and len(compressed) < 4 * MB
+    asked = []
+
+    async def ows(request):
+        asked.append(request.query.get("service"))
+        return web.Response(body=compressed, headers={"Content-Type": "text/xml", "Content-Encoding": "gzip"})
+
+    routes = {"/": page("/ows?service=WMS&request=GetCapabilities"), "/ows": ows}
+    peak, found = crawl_peak(tmp_path, routes, "/")
+    report("six 2 MB gzip capabilities probes", peak)  # and bounded
+    assert sorted(asked, key=str).count("WMS") >= 1 and len(asked) >= 7  # the page and the six probes
+    assert [r["type"] for r in found] == ["WMS"]
+
+
+# --- a 2.6 MB shapefile ZIP: its headers read, its members never copied -------------------------------------
+
+
+def test_a_2_6_mb_shapefile_zip_stays_under_the_memory_bound(tmp_path):
+    from shapely.geometry import Point
+
+    rng = random.Random(3)
+    points = [Point(rng.uniform(500_000, 520_000), rng.uniform(5_000_000, 5_020_000)) for _ in range(120_000)]
+    archive = zip_bytes(shapefile_members(tmp_path, "wells", geometries=points))
+    assert 2 * MB < len(archive) < 4 * MB
+    [resource] = crawl_file(tmp_path, "wells.zip", archive, "application/zip", "SHAPEFILE")
+    assert resource["type"] == "SHAPEFILE" and resource["dataset_list"][0]["extra"]["features"] == 120_000
