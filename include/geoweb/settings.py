@@ -35,8 +35,15 @@ class Settings:
     robots_5xx_allow: bool = False  # a robots.txt answering 5xx means "keep out for now" (RFC 9309 2.3.1.4)
     # --- retries ---
     retries: int = 2  # on connection errors, 5xx and 429
-    retry_backoff: float = 0.5  # seconds, doubled each attempt; a Retry-After header wins (capped below)
-    max_retry_after: float = 60.0
+    retry_backoff: float = 0.5  # seconds, doubled each attempt; a Retry-After header wins if it is short
+    # A Retry-After above this is not waited for: the 429 or 503 stands, and counts as a host failure below.
+    max_retry_after: float = 30.0
+    # --- time and failure budgets: no level waits on one host (docs/development.md, "Bounded time") ---
+    # A host set aside is crawled no further in the run: its URLs are marked deferred with the reason, and
+    # counted in the run's report. 0 turns a budget off.
+    host_time_budget: float = 300.0  # seconds one host may take of one level (its fetches, retries, waits)
+    host_max_failures: int = 10  # failed fetches in a row after which a host is set aside
+    level_deadline: float = 1800.0  # seconds one level (one shard of it in a DAG run) may take
     # --- address guard ---
     # host or host:port entries that may resolve to private/loopback addresses (tests and demos)
     allowed_hosts: frozenset[str] = field(default_factory=frozenset)

@@ -164,7 +164,8 @@ def _crawl(crawl: CrawlRunReport | None, geohub: str, *, validation: bool) -> st
 def _level_table(summary: dict[str, Any]) -> str:
     rows = "".join(
         f"<tr><td class='n'>{s['level']}</td><td class='n'>{s['urls']}</td><td class='n'>{s['resources']}</td>"
-        f"<td class='n'>{s['failures']}</td><td class='n'>{s['discovery_ratio']:.4f}</td>"
+        f"<td class='n'>{s['failures']}</td><td class='n'>{s.get('deferred', 0)}</td>"
+        f"<td class='n'>{s['discovery_ratio']:.4f}</td>"
         f"<td class='n'>{s['seconds']:.1f}</td></tr>"
         for s in summary["levels"]
     )
@@ -172,14 +173,23 @@ def _level_table(summary: dict[str, Any]) -> str:
     ratio = resources / urls if urls else 0.0
     seconds = sum(s["seconds"] for s in summary["levels"])
     failures = sum(s["failures"] for s in summary["levels"])
+    deferred = sum(s.get("deferred", 0) for s in summary["levels"])
     total = (
         f"<tr class='total'><td>all</td><td class='n'>{urls}</td><td class='n'>{resources}</td>"
-        f"<td class='n'>{failures}</td><td class='n'>{ratio:.4f}</td><td class='n'>{seconds:.1f}</td></tr>"
+        f"<td class='n'>{failures}</td><td class='n'>{deferred}</td><td class='n'>{ratio:.4f}</td>"
+        f"<td class='n'>{seconds:.1f}</td></tr>"
+    )
+    aside = max((s.get("deferred_hosts", 0) for s in summary["levels"]), default=0)
+    note = (
+        f"<p id='deferred'>{deferred} URLs deferred: their hosts ({aside} at most in a level) were set aside "
+        "for stalling, tarpitting or failing (time or failure budget, level deadline).</p>"
+        if deferred
+        else ""
     )
     return (
         "<h3>Per level</h3><table id='levels'><thead><tr><th>level</th><th>URLs fetched</th><th>resources</th>"
-        f"<th>failures</th><th>discovery ratio</th><th>seconds</th></tr></thead><tbody>{rows}{total}</tbody>"
-        "</table>"
+        "<th>failures</th><th>deferred</th><th>discovery ratio</th><th>seconds</th></tr></thead>"
+        f"<tbody>{rows}{total}</tbody></table>{note}"
     )
 
 

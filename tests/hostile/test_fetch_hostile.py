@@ -160,16 +160,28 @@ def test_robots_disallow_means_the_page_is_never_requested():
     assert stats["robots/forbidden"] == 1
 
 
-def test_429_with_retry_after_is_retried_after_the_capped_wait(server):
+def test_429_with_a_short_retry_after_is_retried_after_that_wait(server):
     stats = Counter()
-    settings = loopback_settings(server, max_retry_after=0.3)
-    url = server.url("/flaky/429?key=retry-after&fail=1&retry_after=3600")
+    settings = loopback_settings(server, max_retry_after=2.0)
+    url = server.url("/flaky/429?key=retry-after&fail=1&retry_after=1")
     result, elapsed = fetch_timed(settings, url, stats=stats)
     assert isinstance(result, Response) and result.status == 200 and result.body == PAGE
     attempts = [seen.time for seen in server.seen if seen.path.startswith("/flaky/429?key=retry-after")]
-    assert len(attempts) == 2 and 0.29 <= attempts[1] - attempts[0] < 1.0
+    assert len(attempts) == 2 and 0.99 <= attempts[1] - attempts[0] < 2.0
     assert stats["fetch/retries"] == 1
-    assert elapsed < 1.5
+    assert elapsed < 2.5
+
+
+def test_a_retry_after_longer_than_the_cap_is_not_waited_for(server):
+    """A tarpit's "come back in an hour": the 429 stands at once, and the crawl's host budget counts it."""
+    stats = Counter()
+    settings = loopback_settings(server, max_retry_after=0.3)
+    url = server.url("/flaky/429?key=tarpit&fail=1&retry_after=3600")
+    result, elapsed = fetch_timed(settings, url, stats=stats)
+    assert isinstance(result, Response) and result.status == 429
+    assert len([s for s in server.seen if s.path.startswith("/flaky/429?key=tarpit")]) == 1
+    assert stats["fetch/retry_after_refused"] == 1 and stats["fetch/retries"] == 0
+    assert elapsed < 0.5
 
 
 def test_503_then_200(server):

@@ -2,7 +2,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from geoweb.crawl import LevelStats
+from geoweb.crawl import LevelStats, Page
 from geoweb.errors import HTTPStatusError, RobotsDisallowed
 from geoweb.store import Store, StoreError
 from tests.store.pages import kml, page, wms
@@ -86,3 +86,35 @@ def test_a_wrong_database_is_a_clear_error_that_keeps_the_password_out(postgis_d
     with pytest.raises(StoreError, match="cannot connect") as unreachable:
         Store("postgresql://geoweb:s3cret-pass@127.0.0.1:1/geoweb")
     assert "s3cret-pass" not in str(unreachable.value)
+
+
+def test_deferred_pages_are_kept_with_their_reason_counted_and_their_hosts_set_aside(store, run_id, site):
+    seed, other = f"{site}/", "http://tarpit.example.org"
+    store.add_urls(run_id, 0, [(seed, None, None)], 2)
+    level_1 = [f"{site}/a", f"{other}/1", f"{other}/2", f"{other}/3"]
+    store.commit_pages(run_id, [page(seed, 0, links=level_1)], 2)
+    store.commit_pages(
+        run_id,
+        [page(level_1[0], 1, seed), page(level_1[1], 1, seed, error=HTTPStatusError(503, url=level_1[1]))],
+        2,
+    )
+    deferred = [Page(url, seed, 1, deferred="host_failures") for url in level_1[2:]]
+    store.commit_pages(run_id, deferred, 2)
+    status = rows(
+        store, "SELECT url, status, error_reason FROM frontier WHERE run_id = %s AND level = 1", run_id
+    )
+    assert {url: (state, reason) for url, state, reason in status} == {
+        f"{site}/a": ("fetched", None),
+        f"{other}/1": ("error", HTTPStatusError(503, url="x").reason),
+        f"{other}/2": ("deferred", "host_failures"),
+        f"{other}/3": ("deferred", "host_failures"),
+    }
+    (level_1_stats,) = [s for s in store.level_stats(run_id) if s.level == 1]
+    assert (
+        level_1_stats.urls,
+        level_1_stats.failures,
+        level_1_stats.deferred,
+        level_1_stats.deferred_hosts,
+    ) == (2, 1, 2, 1)
+    assert store.set_aside(run_id) == {other: "host_failures"}
+    assert store.pending_urls(run_id, 1, 0) + store.pending_urls(run_id, 1, 1) == []  # nothing left to fetch

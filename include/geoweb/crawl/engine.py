@@ -53,6 +53,7 @@ class Page:
     resources: list[Resource] = field(default_factory=list)
     links: list[Link] = field(default_factory=list)
     error: FetchError | None = None  # the fetch failed (robots.txt refusals included)
+    deferred: str | None = None  # not fetched: its host was set aside, for this reason
 
 
 PageSink = Callable[[Page], None]
@@ -99,6 +100,8 @@ class Crawler:
         self.budget = HostBudget(settings.max_pages_per_host)
         self.seen = seen
         self.found: set[tuple[str, str]] = set()
+        # origins crawled no further in the run, with the reason (time or failure budget, level deadline)
+        self.set_aside: dict[str, str] = {}
         self.fetch = fetch
         self.scorer = scorer or LinkScorer.default()
         check_budget(settings.link_budget)  # before the first fetch, not after a level
@@ -169,22 +172,70 @@ class Crawler:
         # since time spent waiting for a connection counts against the fetcher's total timeout
         in_flight = asyncio.Semaphore(self.settings.concurrency)
 
-        async def worker(queue: deque[Link]) -> None:
+        deadline = started + self.settings.level_deadline if self.settings.level_deadline else float("inf")
+        host_started: dict[str, float] = {}
+        failed_in_row: Counter[str] = Counter()
+
+        def defer(host: str, queue: deque[Link]) -> None:
+            """Set the host aside with its URLs still queued: each becomes a deferred page."""
+            reason = self.set_aside[host]
             while queue:
                 url, source, _ = queue.popleft()
+                stats.deferred += 1
+                self.stats[f"defer/{reason}"] += 1
+                if on_page:
+                    on_page(Page(url, source, level, deferred=reason))
+
+        def host_deadline(host: str) -> tuple[float, str]:
+            """When the host's time runs out in this level, and which budget ends it then."""
+            budget = self.settings.host_time_budget
+            ends = host_started.setdefault(host, time.monotonic()) + budget if budget else float("inf")
+            return (ends, "host_time_budget") if ends < deadline else (deadline, "level_deadline")
+
+        def over_budget(host: str, now: float) -> str | None:
+            ends, reason = host_deadline(host)
+            if now >= ends:
+                return reason
+            if self.settings.host_max_failures and failed_in_row[host] >= self.settings.host_max_failures:
+                return "host_failures"
+            return None
+
+        async def worker(host: str, queue: deque[Link]) -> None:
+            while queue:
+                if host not in self.set_aside and (reason := over_budget(host, time.monotonic())):
+                    self.set_aside[host] = reason
+                    log.warning("level %d: %s set aside (%s); its %d URLs left are deferred", level, host,
+                                reason, len(queue))  # fmt: skip
+                if host in self.set_aside:
+                    defer(host, queue)
+                    return
+                url, source, _ = queue.popleft()
                 page = Page(url, source, level)
+                ends, reason = host_deadline(host)
+                # a fetch still running when the host's time is up ends there: the host is set aside
+                timer = asyncio.timeout_at(ends if ends != float("inf") else None)
                 try:
-                    async with in_flight:
-                        page.resources, page.links = await self.process(url, source, level, follow)
+                    async with in_flight, timer:
+                        status, page.resources, page.links = await self.process(url, source, level, follow)
+                except TimeoutError:
+                    if not timer.expired():
+                        raise
+                    self.set_aside.setdefault(host, reason)
+                    page.deferred = reason
+                    stats.deferred += 1
+                    self.stats[f"defer/{reason}"] += 1
                 except RobotsDisallowed as exc:
                     self.stats["skip/robots_disallowed"] += 1  # never requested: neither fetched nor failed
                     page.error = exc
                 except FetchError as exc:
                     stats.urls += 1
                     stats.failures += 1
+                    failed_in_row[host] += 1
                     self.stats[f"fail/{exc.reason}"] += 1
                     page.error = exc
                 else:
+                    # a host answering 5xx or 429 (after the fetcher's retries) is failing too: a tarpit
+                    failed_in_row[host] = failed_in_row[host] + 1 if status == 429 or status >= 500 else 0
                     stats.urls += 1
                     stats.resources += len(page.resources)
                     result.resources.extend(page.resources)
@@ -193,20 +244,25 @@ class Crawler:
                     on_page(page)
 
         per_host = self.settings.per_host_concurrency
-        await asyncio.gather(*(worker(q) for q in queues.values() for _ in range(min(per_host, len(q)))))
+        await asyncio.gather(
+            *(worker(host, q) for host, q in queues.items() for _ in range(min(per_host, len(q))))
+        )
+        stats.deferred_hosts = sum(1 for host in queues if host in self.set_aside)
         stats.seconds = time.monotonic() - started
         result.stats = stats
         log.info(
-            "level %d: %d URLs fetched, %d failed, %d resources (ratio %.4f), %d links for the next level, %.1fs",
-            level, stats.urls, stats.failures, stats.resources, stats.discovery_ratio, len(result.links),
-            stats.seconds,
+            "level %d: %d URLs fetched, %d failed, %d deferred (%d hosts set aside), %d resources (ratio %.4f), "
+            "%d links for the next level, %.1fs",
+            level, stats.urls, stats.failures, stats.deferred, stats.deferred_hosts, stats.resources,
+            stats.discovery_ratio, len(result.links), stats.seconds,
         )  # fmt: skip
         return result
 
     async def process(
         self, url: str, source: str | None, level: int, follow: bool
-    ) -> tuple[list[Resource], list[Link]]:
-        """Fetch one URL, detect resources in it, and (for HTML pages) collect its new links."""
+    ) -> tuple[int, list[Resource], list[Link]]:
+        """Fetch one URL, detect resources in it, and (for HTML pages) collect its new links; returns the
+        response's status with them."""
         response = await self.fetch(url)
         if response.final_url != url:
             self.seen.add(response.final_url)
@@ -231,7 +287,7 @@ class Crawler:
                 admitted = self.admit(link)
                 if admitted:
                     links.append(Link(admitted, url, self.scorer.score(admitted, anchor, level + 1)))
-        return resources, links
+        return response.status, resources, links
 
     def record(self, found: list[Resource], level: int, source: str | None) -> list[Resource]:
         """Keep each (url, type) once per run, of the wanted types, stamped with level and source page, its

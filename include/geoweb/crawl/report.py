@@ -15,6 +15,8 @@ class LevelStats:
     resources: int = 0
     failures: int = 0
     seconds: float = 0.0
+    deferred: int = 0  # URLs not fetched: their host was set aside (time or failure budget, level deadline)
+    deferred_hosts: int = 0
 
     @property
     def discovery_ratio(self) -> float:
@@ -44,18 +46,23 @@ class CrawlReport:
     def table(self) -> str:
         """A plain-text summary: one row per level, totals, resources per type and requests per resource."""
         rows = [
-            f"{'level':>5}  {'URLs fetched':>12}  {'resources':>9}  {'failures':>8}  {'ratio':>8}  {'secs':>7}"
+            f"{'level':>5}  {'URLs fetched':>12}  {'resources':>9}  {'failures':>8}  {'deferred':>8}  "
+            f"{'ratio':>8}  {'secs':>7}"
         ]
         for s in self.levels:
             rows.append(
-                f"{s.level:>5}  {s.urls:>12}  {s.resources:>9}  {s.failures:>8}  "
+                f"{s.level:>5}  {s.urls:>12}  {s.resources:>9}  {s.failures:>8}  {s.deferred:>8}  "
                 f"{s.discovery_ratio:>8.4f}  {s.seconds:>7.1f}"
             )
         ratio = self.resources / self.urls if self.urls else 0.0
         rows.append(
-            f"{'all':>5}  {self.urls:>12}  {self.resources:>9}  "
-            f"{sum(s.failures for s in self.levels):>8}  {ratio:>8.4f}  {self.seconds:>7.1f}"
+            f"{'all':>5}  {self.urls:>12}  {self.resources:>9}  {sum(s.failures for s in self.levels):>8}  "
+            f"{sum(s.deferred for s in self.levels):>8}  {ratio:>8.4f}  {self.seconds:>7.1f}"
         )
+        if aside := max((s.deferred_hosts for s in self.levels), default=0):
+            rows.append(
+                f"hosts set aside (time or failure budget, level deadline): {aside} at most in a level"
+            )
         types = ", ".join(f"{t} {n}" for t, n in sorted(self.resources_by_type.items())) or "none"
         rows.append(f"resources by type: {types}")
         per_resource = f"{self.requests / self.resources:.1f}" if self.resources else "n/a"

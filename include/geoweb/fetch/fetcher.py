@@ -206,8 +206,11 @@ class Fetcher:
                 if attempt == retries or not (response.status == 429 or response.status >= 500):
                     return response
                 retry_after = retry_after_seconds(response.headers.get("retry-after"))
+                if retry_after is not None and retry_after > self.settings.max_retry_after:
+                    # asked to wait longer than we wait: the answer stands (a tarpit's, or a closed door's)
+                    self.stats["fetch/retry_after_refused"] += 1
+                    return response
                 delay = self.settings.retry_backoff * 2**attempt if retry_after is None else retry_after
-            delay = min(delay, self.settings.max_retry_after)
             self.stats["fetch/retries"] += 1
             log.debug("retrying %s in %.2f s (attempt %d)", current, delay, attempt + 1)
             await asyncio.sleep(delay)

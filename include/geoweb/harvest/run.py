@@ -158,13 +158,15 @@ def crawl_shard(store: Store, run_id: str, level: int, shard: int, params: Harve
                          len(resource.datasets), page.url)  # fmt: skip
 
     buffer = PageBuffer(commit)
-    level_stats, stats = asyncio.run(_crawl(items, level, params, budget_used, buffer))
+    set_aside = store.set_aside(run_id)  # hosts an earlier level's shard set aside stay aside for the run
+    level_stats, stats = asyncio.run(_crawl(items, level, params, budget_used, set_aside, buffer))
     level_stats.seconds = time.monotonic() - started
     store.save_level_stats(run_id, level, shard, level_stats)
     summary |= {
         "urls": level_stats.urls,
         "resources": level_stats.resources,
         "failures": level_stats.failures,
+        "deferred": level_stats.deferred,
         "robots_disallowed": stats["skip/robots_disallowed"],
         "requests": stats["fetch/requests"],
         "committed": buffer.committed,
@@ -179,6 +181,7 @@ async def _crawl(
     level: int,
     params: HarvestParams,
     budget_used: dict[str, int],
+    set_aside: dict[str, str],
     on_page: PageBuffer,
 ) -> tuple[LevelStats, Counter]:
     """One level of the engine over the shard's URLs; every page goes to ``on_page``, flushed at the end."""
@@ -193,6 +196,7 @@ async def _crawl(
             fetcher.get, load_detectors(), settings=settings, seen=seen, types=params.types, stats=stats
         )
         crawler.budget.counts.update(budget_used)
+        crawler.set_aside.update(set_aside)
         links = [Link(url, source, score) for url, source, _, score in items]
         result = await crawler.run_level(links, level, on_page=on_page)
         on_page.flush()
@@ -213,11 +217,13 @@ def finish_run(store: Store, run_id: str) -> dict[str, Any]:
     summary = {
         "levels": [
             {"level": s.level, "urls": s.urls, "resources": s.resources, "failures": s.failures,
+             "deferred": s.deferred, "deferred_hosts": s.deferred_hosts,
              "discovery_ratio": round(s.discovery_ratio, 4), "seconds": round(s.seconds, 1)}
             for s in report.levels
         ],
         "urls": report.urls,
         "resources": report.resources,
+        "deferred": sum(s.deferred for s in report.levels),
         "resources_by_type": dict(sorted(report.resources_by_type.items())),
         "recall": report.recall.summary(),
     }  # fmt: skip

@@ -30,7 +30,10 @@ def shard_of(origin: str, shards: int) -> int:
 
 
 def outcome(page: Page) -> tuple[str, str | None, str | None]:
-    """(status, error reason, error message) of a page: robots.txt refusals are skipped, not failed."""
+    """(status, error reason, error message) of a page: robots.txt refusals are skipped, not failed; a page
+    of a host set aside is deferred, with the reason."""
+    if page.deferred is not None:
+        return "deferred", page.deferred, "not fetched: its host was set aside for the run"
     if page.error is None:
         return "fetched", None, None
     status = "skipped" if isinstance(page.error, RobotsDisallowed) else "error"

@@ -415,8 +415,22 @@ class Store(CatalogueStore, RevisitStore):
         """Each level's figures, counted from the committed rows (``level_figures`` in the schema), so a shard
         redone after a crash counts every page once; a level's seconds are its slowest shard's."""
         with self._transaction() as cur:
-            cur.execute("SELECT level, urls, resources, failures, seconds FROM level_figures(%s)", (run_id,))
+            cur.execute(
+                "SELECT level, urls, resources, failures, seconds, deferred, deferred_hosts "
+                "FROM level_figures(%s)",
+                (run_id,),
+            )
             return [LevelStats(*row) for row in cur.fetchall()]
+
+    def set_aside(self, run_id: str) -> dict[str, str]:
+        """The origins a crawl of the run set aside, with the reason of each (a later shard defers them too)."""
+        with self._transaction() as cur:
+            cur.execute(
+                "SELECT DISTINCT ON (origin) origin, error_reason FROM frontier "
+                "WHERE run_id = %s AND status = 'deferred' ORDER BY origin, updated_at",
+                (run_id,),
+            )
+            return dict(cur.fetchall())
 
     # --- export ---
 
