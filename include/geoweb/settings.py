@@ -80,6 +80,10 @@ class Settings:
     revisit_min_interval: float = 3_600.0  # a service that changes at every check is checked this often
     revisit_max_interval: float = 30 * 86_400.0  # one that never changes (or is dead) at least this often
     revisit_dead_after: int = 5  # failed checks in a row that mark a resource dead (never deleted)
+    # --- capabilities validation (OWSLib, in worker processes off the event loop) ---
+    validation_workers: int = 2  # processes reading capabilities documents with OWSLib
+    validation_timeout: float = 10.0  # seconds one document may take; over it, a miss and a new worker
+    validation_memory_bytes: int = 1024 * MB  # address space of a worker (RLIMIT_AS); over it, a miss
 
     def with_(self, **changes) -> Settings:
         return replace(self, **changes)

@@ -14,7 +14,11 @@ from tests.unit.test_ogc_detector import WFS_DOC, FakeWeb, detect, probe, respon
 
 LOGGER = "geoweb.detect.ogc"
 WMS_OPEN = b'<WMT_MS_Capabilities version="1.1.1"><Service><Title>'
-WMS_CLOSE = b"</Title></Service><Capability><Layer><Name>x</Name></Layer></Capability></WMT_MS_Capabilities>"
+WMS_REQUEST = b"<Request><GetCapabilities/></Request>"  # what OWSLib's reader needs beside the layers
+WMS_CLOSE = (
+    b"</Title></Service><Capability>" + WMS_REQUEST + b"<Layer><Name>x</Name></Layer></Capability>"
+    b"</WMT_MS_Capabilities>"
+)
 
 
 def wms_with_doctype(doctype: bytes, title: bytes) -> bytes:
@@ -53,7 +57,8 @@ HOSTILE = {
     "external entity http": (NETWORK_ENTITY, "DOCTYPE declares entities (x)"),
     "30 MB document": (WMS_OPEN + b" " * (30 * MB) + WMS_CLOSE, "over the 20971520-byte cap"),
     "deeply nested": (DEEP, "exceeds parser limits"),
-    "html as xml": (b"<!DOCTYPE html><html><body><p>Map viewer<br></body></html>", "not well-formed"),
+    # the sniff reads the root's start tag only: an html root is no capabilities root, malformed or not
+    "html as xml": (b"<!DOCTYPE html><html><body><p>Map viewer<br></body></html>", "no capabilities root"),
     "xhtml": (b'<html xmlns="http://www.w3.org/1999/xhtml"><body/></html>', "no capabilities root"),
     "wms exception": (
         b'<ServiceExceptionReport version="1.1.1"><ServiceException code="InvalidFormat">bad format'
@@ -167,7 +172,7 @@ def test_external_entities_and_dtds_are_never_fetched(doctype, listener, caplog)
 
 def test_deep_but_legal_layer_nesting_is_read():
     depth = 200  # under the parser's depth limit of 256
-    body = WMS_OPEN + b"t</Title></Service><Capability>"
+    body = WMS_OPEN + b"t</Title></Service><Capability>" + WMS_REQUEST
     body += b"".join(b"<Layer><Name>l%d</Name>" % i for i in range(depth)) + b"</Layer>" * depth
     body += b"</Capability></WMT_MS_Capabilities>"
     [wms] = detect(response("http://h/doc.xml", body), FakeWeb().context(types=("WMS",)))

@@ -1,0 +1,142 @@
+"""OWSLib off the crawl's event loop: capabilities documents are read in a pool of worker processes.
+
+OWSLib is synchronous and can take over a second on a big document, which would stall every fetch of the
+crawl. ``ValidationPool.read`` runs ``read_capabilities`` in a worker process (forkserver, OWSLib imported
+once in the server) and awaits it. At most ``validation_workers`` documents are in the pool at once, so a
+document's time limit (``validation_timeout``) counts its reading only, never its wait for a worker; each
+worker's address space is bounded (``validation_memory_bytes``, RLIMIT_AS) from its initializer.
+
+A document over the time limit ends its worker: the pool is replaced (``concurrent.futures`` cannot replace
+one worker), the document is a miss naming the limit, and the documents that were in the pool with it are
+read again once on the new pool. A worker that dies is replaced the same way; a document that kills a
+worker twice is a miss. A document over the memory bound is a miss too; the worker survives it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import resource
+import threading
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+
+from geoweb.errors import GeowebError
+from geoweb.models import Resource
+from geoweb.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+class ValidationTimeout(GeowebError):
+    reason = "validation_timeout"
+    user_msg = "Reading the capabilities document took longer than the time limit"
+
+
+class ValidationMemory(GeowebError):
+    reason = "validation_memory"
+    user_msg = "Reading the capabilities document needed more memory than the bound"
+
+
+class ValidationCrashed(GeowebError):
+    reason = "validation_crashed"
+    user_msg = "The process reading the capabilities document died"
+
+
+def _limit_memory(memory_bytes: int) -> None:
+    """Worker initializer: bound the address space (OWSLib is already imported by the forkserver)."""
+    if memory_bytes > 0:
+        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+
+
+def _read(body: bytes, url: str, max_bytes: int) -> Resource:
+    from geoweb.detect.ogc import read_capabilities
+
+    return read_capabilities(body, url, max_bytes=max_bytes)
+
+
+class ValidationPool:
+    """Worker processes reading capabilities documents, with a time limit per document and a memory bound
+    per worker. One per process and settings (``validation_pool``); usable from any event loop."""
+
+    def __init__(self, workers: int, timeout: float, memory_bytes: int):
+        if workers < 1:
+            raise ValueError(f"validation_workers must be at least 1, not {workers}")
+        self.workers, self.timeout, self.memory_bytes = workers, timeout, memory_bytes
+        self._executor: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
+        self._slots: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
+        self.replaced = 0  # pools ended after a timeout or a dead worker
+
+    def _current(self) -> ProcessPoolExecutor:
+        with self._lock:
+            if self._executor is None:
+                context = multiprocessing.get_context("forkserver")
+                context.set_forkserver_preload(["geoweb.detect.ogc"])
+                self._executor = ProcessPoolExecutor(
+                    self.workers, mp_context=context, initializer=_limit_memory, initargs=(self.memory_bytes,)
+                )
+            return self._executor
+
+    def _replace(self, executor: ProcessPoolExecutor, why: str) -> None:
+        """End ``executor``'s workers (once, whoever asks first); the next read starts a new pool."""
+        with self._lock:
+            if self._executor is not executor:
+                return
+            self._executor = None
+            self.replaced += 1
+        log.warning("validation pool replaced: %s", why)
+        # concurrent.futures has no public way to stop a busy worker before Python 3.14
+        for process in list(getattr(executor, "_processes", {}).values()):
+            process.kill()
+        executor.shutdown(wait=False, cancel_futures=True)
+
+    def _slot(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        if loop not in self._slots:
+            self._slots = {loop: asyncio.Semaphore(self.workers)}  # one crawl loop at a time
+        return self._slots[loop]
+
+    async def read(self, body: bytes, url: str, max_bytes: int) -> Resource:
+        """``read_capabilities(body, url)`` in a worker. Raises what it raises (NotCapabilities,
+        InvalidCapabilities, UnsafeContent...), or ValidationTimeout, ValidationMemory, ValidationCrashed."""
+        loop = asyncio.get_running_loop()
+        retried = False
+        async with self._slot():
+            while True:
+                executor = self._current()
+                try:
+                    future = loop.run_in_executor(executor, _read, body, url, max_bytes)
+                    return await asyncio.wait_for(future, self.timeout)
+                except TimeoutError:
+                    self._replace(executor, f"{url} took over {self.timeout:g} s")
+                    raise ValidationTimeout(
+                        f"OWSLib took over {self.timeout:g} s (validation_timeout); its worker was ended"
+                    ) from None
+                except MemoryError:
+                    raise ValidationMemory(
+                        f"over the {self.memory_bytes} bytes of a worker (validation_memory_bytes)"
+                    ) from None
+                except BrokenProcessPool:
+                    self._replace(executor, f"a worker died while reading {url}")
+                    if retried:
+                        raise ValidationCrashed("the worker reading it died, twice") from None
+                    retried = True
+
+    def close(self) -> None:
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)
+
+
+_POOLS: dict[tuple[int, float, int], ValidationPool] = {}
+
+
+def validation_pool(settings: Settings) -> ValidationPool:
+    """The process's pool for these settings' worker count, time limit and memory bound."""
+    key = (settings.validation_workers, settings.validation_timeout, settings.validation_memory_bytes)
+    if key not in _POOLS:
+        _POOLS[key] = ValidationPool(*key)
+    return _POOLS[key]
