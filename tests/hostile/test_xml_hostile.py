@@ -8,6 +8,8 @@ import socket
 
 import pytest
 
+from geoweb.detect.ogc.common import InvalidCapabilities
+from geoweb.errors import GeowebError
 from geoweb.models import OGC_TYPES
 from geoweb.settings import MB
 from tests.unit.test_ogc_detector import WFS_DOC, FakeWeb, detect, probe, response
@@ -124,6 +126,46 @@ def test_hostile_answer_at_an_endpoint_loses_nothing_else(name):
     found = detect(response(endpoint + "?service=WMS&request=GetCapabilities", body), ctx)
     assert [(r.type, r.url) for r in found] == [("WFS", endpoint)]
     assert ctx.stats["ogc/probe_miss"] == len(OGC_TYPES) - 1
+
+
+@pytest.fixture
+def owslib_calls(monkeypatch) -> list[str]:
+    """Every OWSLib reader the OGC modules call, replaced by one that records the call and fails."""
+    from geoweb.detect.ogc import adapter, sos, wcs, wfs, wms, wmts, wps
+
+    calls: list[str] = []
+
+    def recorder(name: str):
+        def called(*args, **kwargs):
+            calls.append(name)
+            raise AssertionError(f"{name} was called")
+
+        return called
+
+    readers = [(wms, "WebMapService"), (wfs, "WebFeatureService"), (wcs, "WebCoverageService"),
+               (wmts, "WebMapTileService"), (wps, "WebProcessingService"), (sos, "SensorObservationService")]  # fmt: skip
+    for module, name in readers:
+        monkeypatch.setattr(module, name, recorder(name))
+    monkeypatch.setattr(adapter.ows, "ServiceIdentification", recorder("ows.ServiceIdentification"))
+    return calls
+
+
+def test_a_sound_document_does_reach_owslib(owslib_calls):
+    from geoweb.detect.ogc import read_capabilities
+
+    with pytest.raises(InvalidCapabilities, match="WebMapService was called"):
+        read_capabilities(wms_with_doctype(b"", b"t"), "http://h/ows")
+    assert owslib_calls == ["WebMapService"]
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_hostile_documents_never_reach_owslib(name, owslib_calls):
+    from geoweb.detect.ogc import read_capabilities
+
+    with pytest.raises(GeowebError) as raised:
+        read_capabilities(HOSTILE[name][0], "http://h/ows")
+    assert owslib_calls == []
+    assert not isinstance(raised.value, InvalidCapabilities)  # refused before any reader ran
 
 
 @pytest.fixture

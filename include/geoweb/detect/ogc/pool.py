@@ -17,8 +17,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import multiprocessing
+import os
 import resource
-import threading
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
@@ -50,6 +50,10 @@ def _limit_memory(memory_bytes: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
 
 
+def _started() -> int:
+    return os.getpid()
+
+
 def _read(body: bytes, url: str, max_bytes: int) -> Resource:
     from geoweb.detect.ogc import read_capabilities
 
@@ -58,54 +62,60 @@ def _read(body: bytes, url: str, max_bytes: int) -> Resource:
 
 class ValidationPool:
     """Worker processes reading capabilities documents, with a time limit per document and a memory bound
-    per worker. One per process and settings (``validation_pool``); usable from any event loop."""
+    per worker. One per process and settings (``validation_pool``), used from one event loop at a time."""
 
     def __init__(self, workers: int, timeout: float, memory_bytes: int):
         if workers < 1:
             raise ValueError(f"validation_workers must be at least 1, not {workers}")
         self.workers, self.timeout, self.memory_bytes = workers, timeout, memory_bytes
         self._executor: ProcessPoolExecutor | None = None
-        self._lock = threading.Lock()
-        self._slots: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._slots = asyncio.Semaphore(workers)
+        self._starting = asyncio.Lock()
         self.replaced = 0  # pools ended after a timeout or a dead worker
 
-    def _current(self) -> ProcessPoolExecutor:
-        with self._lock:
+    def _bind(self) -> None:
+        """asyncio's locks belong to one loop: a pool used from a new loop (a new crawl) gets new ones."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            self._loop, self._slots, self._starting = loop, asyncio.Semaphore(self.workers), asyncio.Lock()
+
+    async def _ready(self) -> ProcessPoolExecutor:
+        """The running pool, started first if need be; its workers are up (forkserver, OWSLib imported) before
+        any document's time limit runs."""
+        async with self._starting:
             if self._executor is None:
                 context = multiprocessing.get_context("forkserver")
                 context.set_forkserver_preload(["geoweb.detect.ogc"])
-                self._executor = ProcessPoolExecutor(
+                executor = ProcessPoolExecutor(
                     self.workers, mp_context=context, initializer=_limit_memory, initargs=(self.memory_bytes,)
                 )
+                loop = asyncio.get_running_loop()
+                await asyncio.gather(*(loop.run_in_executor(executor, _started) for _ in range(self.workers)))
+                self._executor = executor
             return self._executor
 
     def _replace(self, executor: ProcessPoolExecutor, why: str) -> None:
         """End ``executor``'s workers (once, whoever asks first); the next read starts a new pool."""
-        with self._lock:
-            if self._executor is not executor:
-                return
-            self._executor = None
-            self.replaced += 1
+        if self._executor is not executor:
+            return
+        self._executor = None
+        self.replaced += 1
         log.warning("validation pool replaced: %s", why)
         # concurrent.futures has no public way to stop a busy worker before Python 3.14
         for process in list(getattr(executor, "_processes", {}).values()):
             process.kill()
         executor.shutdown(wait=False, cancel_futures=True)
 
-    def _slot(self) -> asyncio.Semaphore:
-        loop = asyncio.get_running_loop()
-        if loop not in self._slots:
-            self._slots = {loop: asyncio.Semaphore(self.workers)}  # one crawl loop at a time
-        return self._slots[loop]
-
     async def read(self, body: bytes, url: str, max_bytes: int) -> Resource:
         """``read_capabilities(body, url)`` in a worker. Raises what it raises (NotCapabilities,
         InvalidCapabilities, UnsafeContent...), or ValidationTimeout, ValidationMemory, ValidationCrashed."""
+        self._bind()
         loop = asyncio.get_running_loop()
         retried = False
-        async with self._slot():
+        async with self._slots:
             while True:
-                executor = self._current()
+                executor = await self._ready()
                 try:
                     future = loop.run_in_executor(executor, _read, body, url, max_bytes)
                     return await asyncio.wait_for(future, self.timeout)
@@ -125,8 +135,7 @@ class ValidationPool:
                     retried = True
 
     def close(self) -> None:
-        with self._lock:
-            executor, self._executor = self._executor, None
+        executor, self._executor = self._executor, None
         if executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)
 
