@@ -8,11 +8,20 @@ robots.txt disallows. Prints a Markdown table and the speed ratio; writes the fi
     .venv/bin/python bench/bench_crawl.py            # 20,000 pages over 8 hosts
     .venv/bin/python bench/bench_crawl.py --quick    # 2,000 pages: a smoke run
     .venv/bin/python bench/bench_crawl.py --crawlers geoweb --profile var/bench/geoweb.prof
+    .venv/bin/python bench/bench_crawl.py --services 0.05 --loop-lag   # services-heavy, with the loop's stalls
+
+``--services SHARE`` crawls the services-heavy variant of the web (that share of pages links a capabilities
+document; every one is validated by OWSLib in the pool). ``--loop-lag`` then crawls it once more with
+geoweb in this process, beside a probe task that wakes every 2 ms and records how late it woke: the largest
+lateness is the longest stall of the crawl's event loop. ``--inline-validation`` makes that crawl read
+capabilities on the loop itself instead of in the pool, to show what the pool saves.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import io
 import json
 import os
 import pstats
@@ -27,6 +36,9 @@ from pathlib import Path
 import synthetic_web
 from synthetic_web import DEFAULT_ROOT, PRIVATE_DIR, WebSpec
 
+from geoweb.cli import run_crawl
+from geoweb.detect import ogc
+from geoweb.models import ALL_TYPES
 from geoweb.settings import Settings
 
 BENCH = Path(__file__).resolve().parent
@@ -192,6 +204,48 @@ def markdown(results: list[RunResult], spec: WebSpec, args) -> str:
     return "\n".join(rows)
 
 
+class InlineValidation:
+    """The validation pool's interface, reading on the event loop itself (the stall the pool avoids)."""
+
+    async def read(self, body: bytes, url: str, max_bytes: int):
+        return ogc.read_capabilities(body, url, max_bytes=max_bytes)
+
+
+async def crawl_with_lag_probe(spec: WebSpec, args, interval: float = 0.002) -> dict:
+    """A geoweb crawl in this process beside a task that sleeps ``interval`` and records how late it wakes."""
+    loop = asyncio.get_running_loop()
+    lags: list[float] = []
+
+    async def probe() -> None:
+        while True:
+            started = loop.time()
+            await asyncio.sleep(interval)
+            lags.append(loop.time() - started - interval)
+
+    settings = Settings.from_env(
+        max_level=args.max_level,
+        concurrency=args.concurrency,
+        per_host_concurrency=args.per_host,
+        allowed_hosts=frozenset(spec.address(h) for h in range(spec.hosts)),
+        max_pages_per_host=spec.pages,
+    )
+    probing = asyncio.create_task(probe())
+    started = time.perf_counter()
+    try:
+        report = await run_crawl(spec.seeds(), settings, ALL_TYPES, io.StringIO())
+    finally:
+        probing.cancel()
+    lags.sort()
+    return {
+        "seconds": time.perf_counter() - started,
+        "resources": dict(report.resources_by_type),
+        "ogc_misses": {k: v for k, v in report.stats.items() if k.startswith("ogc/") and k != "ogc/probe"},
+        "max_stall_ms": 1000 * lags[-1],
+        "p99_stall_ms": 1000 * lags[int(0.99 * (len(lags) - 1))],
+        "wakes": len(lags),
+    }
+
+
 def print_profile(path: Path, top: int = 15) -> None:
     """Top functions by own time, then the project's functions by time including callees."""
     print(f"\ngeoweb crawl under cProfile (which slows it about 2.5x): top {top} by own time")
@@ -212,15 +266,19 @@ def main() -> None:
     parser.add_argument("--crawlers", default=",".join(CRAWLERS), help="comma list (default: both)")
     parser.add_argument("--profile", type=Path, help="run geoweb under cProfile, writing stats here")
     parser.add_argument("--root", type=Path, default=DEFAULT_ROOT)
+    parser.add_argument("--services", type=float, default=0.0, help="share of pages linking capabilities")
+    parser.add_argument("--loop-lag", action="store_true", help="then measure the event loop's stalls")
+    parser.add_argument("--inline-validation", action="store_true", help="loop-lag crawl without the pool")
     args = parser.parse_args()
     crawlers = [c.strip() for c in args.crawlers.split(",") if c.strip()]
     if not crawlers or set(crawlers) - set(CRAWLERS):
         parser.error(f"--crawlers takes a comma list of {', '.join(CRAWLERS)}")
-    spec = WebSpec(pages=2000 if args.quick else args.pages, hosts=args.hosts)
+    spec = WebSpec(pages=2000 if args.quick else args.pages, hosts=args.hosts, services=args.services)
     with synthetic_web.serving(spec, args.root, log_requests=True) as manifest:
         page_urls = synthetic_web.page_urls(spec)
         print(
-            f"web: {manifest['pages']:,} pages, {manifest['links']:,} links; levels {manifest['pages_per_level']}"
+            f"web: {manifest['pages']:,} pages, {manifest['links']:,} links; levels {manifest['pages_per_level']}; "
+            f"{manifest['capabilities_links']:,} links to capabilities documents"
         )
         results = []
         for name in crawlers:
@@ -238,6 +296,15 @@ def main() -> None:
     print(f"figures: {out}")
     if args.profile:
         print_profile(args.profile)
+    if args.loop_lag:
+        if args.inline_validation:
+            ogc.validation_pool = lambda settings: InlineValidation()
+        with synthetic_web.serving(spec, args.root):
+            lag = asyncio.run(crawl_with_lag_probe(spec, args))
+        how = "on the loop (no pool)" if args.inline_validation else "in the validation pool"
+        print(f"event loop during a geoweb crawl, capabilities read {how}: largest stall "
+              f"{lag['max_stall_ms']:.1f} ms, p99 {lag['p99_stall_ms']:.1f} ms over {lag['wakes']:,} probe wakes; "
+              f"{lag['seconds']:.1f} s; resources {lag['resources']}; OGC misses {lag['ogc_misses']}")  # fmt: skip
 
 
 if __name__ == "__main__":

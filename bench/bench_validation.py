@@ -1,7 +1,8 @@
 """How long validating a capabilities document takes: OWSLib (with the adapter) in the validation pool.
 
 For every conformance document (shared corpus, tests/data/capabilities, tests/conformance/documents) and for
-one large synthetic WMS (the layers of the largest corpus WMS repeated), measures:
+one large synthetic WMS (the layers of the largest corpus WMS repeated; ``synthetic_web.capabilities_documents``,
+the set the services-heavy synthetic web serves), measures:
 
 - ``pool``: ``ValidationPool.read`` as the crawl awaits it (the bytes to a worker, sniff-free full read:
   hardened parse, classification, OWSLib, adapter; the resource back), median of several runs;
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import re
 import statistics
 import sys
 import time
@@ -29,41 +29,18 @@ from lxml import etree
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the conformance cases live in tests/
 
+from bench.synthetic_web import capabilities_documents  # noqa: E402
 from geoweb.detect.ogc import read_capabilities  # noqa: E402
 from geoweb.detect.ogc.pool import ValidationPool  # noqa: E402
 from geoweb.settings import Settings  # noqa: E402
 from geoweb.xmlsafe import strip_bom  # noqa: E402
-from tests.conformance.test_ogc_corpus import URL, capabilities_cases  # noqa: E402
-
-SYNTHETIC_COPIES = 400
-
-
-def synthetic_wms(body: bytes, copies: int) -> bytes:
-    """``body`` with its top-level layer's children repeated ``copies`` times, names made unique."""
-    text = body.decode("iso-8859-1")
-    start = text.index("<Layer", text.index("<Layer") + 1)
-    end = text.rindex("</Layer>", 0, text.rindex("</Layer>")) + len("</Layer>")
-    children = text[start:end]
-    repeated = "".join(
-        re.sub(r"<Name>([^<]+)</Name>", rf"<Name>\1_{i}</Name>", children) for i in range(copies)
-    )
-    return (text[:start] + repeated + text[end:]).encode("iso-8859-1")
+from tests.conformance.test_ogc_corpus import URL  # noqa: E402
 
 
 def documents() -> list[tuple[str, bytes]]:
-    """(label, body) of every conformance document and of the synthetic large WMS."""
-    cases = capabilities_cases()
-    docs = [(label, path.read_bytes()) for label, path, _, _ in cases]
-    wms = [path for _, path, kind, _ in cases if kind == "WMS"]
-    if wms:
-        largest = max(wms, key=lambda p: p.stat().st_size)
-        docs.append(
-            (
-                f"synthetic/{largest.name} x{SYNTHETIC_COPIES}",
-                synthetic_wms(largest.read_bytes(), SYNTHETIC_COPIES),
-            )
-        )
-    return docs
+    """(name, body) of every conformance document and of the large synthetic WMS, as the services-heavy
+    synthetic web serves them."""
+    return sorted(capabilities_documents().items())
 
 
 def best_seconds(func, run_seconds: float = 0.02) -> float:
@@ -121,7 +98,7 @@ def main() -> int:
     )
     parser.add_argument("--workers", type=int, default=Settings().validation_workers, help="pool workers")
     args = parser.parse_args()
-    if not capabilities_cases():
+    if not documents():
         print("no capabilities documents found")
         return 1
     rows = asyncio.run(measure(args.runs, args.workers))

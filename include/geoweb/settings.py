@@ -84,6 +84,7 @@ class Settings:
     validation_workers: int = 2  # processes reading capabilities documents with OWSLib
     validation_timeout: float = 10.0  # seconds one document may take; over it, a miss and a new worker
     validation_memory_bytes: int = 1024 * MB  # address space of a worker (RLIMIT_AS); over it, a miss
+    validation_nice: int = 10  # workers' niceness: the crawl's event loop gets the CPU first
 
     def with_(self, **changes) -> Settings:
         return replace(self, **changes)

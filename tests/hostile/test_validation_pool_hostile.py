@@ -102,7 +102,7 @@ def test_a_worker_that_dies_is_replaced_and_its_document_read_again(pools):
     pool = pools(1, 60, 1024 * MB)
 
     async def run():
-        reading = asyncio.ensure_future(pool.read(slow_wms(), URL, MAX_BYTES))
+        reading = asyncio.ensure_future(pool.read(slow_wms(4000, 1500), URL, MAX_BYTES))  # seconds of OWSLib
         while pool._executor is None:  # the worker starting
             await asyncio.sleep(0.05)
         await asyncio.sleep(0.5)  # the worker is inside OWSLib
@@ -110,7 +110,7 @@ def test_a_worker_that_dies_is_replaced_and_its_document_read_again(pools):
             process.kill()
         return await reading
 
-    assert len(asyncio.run(run()).datasets) == 3000
+    assert len(asyncio.run(run()).datasets) == 4000
     assert pool.replaced == 1
 
 

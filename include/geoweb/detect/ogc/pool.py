@@ -4,7 +4,8 @@ OWSLib is synchronous and can take over a second on a big document, which would 
 crawl. ``ValidationPool.read`` runs ``read_capabilities`` in a worker process (forkserver, OWSLib imported
 once in the server) and awaits it. At most ``validation_workers`` documents are in the pool at once, so a
 document's time limit (``validation_timeout``) counts its reading only, never its wait for a worker; each
-worker's address space is bounded (``validation_memory_bytes``, RLIMIT_AS) from its initializer.
+worker's address space is bounded (``validation_memory_bytes``, RLIMIT_AS) from its initializer, and its
+priority lowered (``validation_nice``) so that the crawl's event loop keeps a core when the workers are busy.
 
 A document over the time limit ends its worker: the pool is replaced (``concurrent.futures`` cannot replace
 one worker), the document is a miss naming the limit, and the documents that were in the pool with it are
@@ -44,10 +45,12 @@ class ValidationCrashed(GeowebError):
     user_msg = "The process reading the capabilities document died"
 
 
-def _limit_memory(memory_bytes: int) -> None:
-    """Worker initializer: bound the address space (OWSLib is already imported by the forkserver)."""
+def _init_worker(memory_bytes: int, nice: int) -> None:
+    """Worker initializer: bound the address space (OWSLib is already imported by the forkserver) and yield
+    the CPU to the crawl's event loop, which would otherwise stall while workers hold every core."""
     if memory_bytes > 0:
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    os.nice(nice)
 
 
 def _started() -> int:
@@ -64,10 +67,10 @@ class ValidationPool:
     """Worker processes reading capabilities documents, with a time limit per document and a memory bound
     per worker. One per process and settings (``validation_pool``), used from one event loop at a time."""
 
-    def __init__(self, workers: int, timeout: float, memory_bytes: int):
+    def __init__(self, workers: int, timeout: float, memory_bytes: int, nice: int = 0):
         if workers < 1:
             raise ValueError(f"validation_workers must be at least 1, not {workers}")
-        self.workers, self.timeout, self.memory_bytes = workers, timeout, memory_bytes
+        self.workers, self.timeout, self.memory_bytes, self.nice = workers, timeout, memory_bytes, nice
         self._executor: ProcessPoolExecutor | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._slots = asyncio.Semaphore(workers)
@@ -81,19 +84,26 @@ class ValidationPool:
             self._loop, self._slots, self._starting = loop, asyncio.Semaphore(self.workers), asyncio.Lock()
 
     async def _ready(self) -> ProcessPoolExecutor:
-        """The running pool, started first if need be; its workers are up (forkserver, OWSLib imported) before
-        any document's time limit runs."""
+        """The running pool, started first if need be, in a thread: starting the forkserver (it imports
+        OWSLib) and the workers blocks for seconds, and no document's time limit runs meanwhile."""
         async with self._starting:
             if self._executor is None:
-                context = multiprocessing.get_context("forkserver")
-                context.set_forkserver_preload(["geoweb.detect.ogc"])
-                executor = ProcessPoolExecutor(
-                    self.workers, mp_context=context, initializer=_limit_memory, initargs=(self.memory_bytes,)
-                )
-                loop = asyncio.get_running_loop()
-                await asyncio.gather(*(loop.run_in_executor(executor, _started) for _ in range(self.workers)))
-                self._executor = executor
+                self._executor = await asyncio.get_running_loop().run_in_executor(None, self._start)
             return self._executor
+
+    def _start(self) -> ProcessPoolExecutor:
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["geoweb.detect.ogc"])
+        executor = ProcessPoolExecutor(
+            self.workers,
+            mp_context=context,
+            initializer=_init_worker,
+            initargs=(self.memory_bytes, self.nice),
+        )
+        # every worker up before the pool is used: later submits from the event loop spawn nothing
+        for started in [executor.submit(_started) for _ in range(self.workers)]:
+            started.result()
+        return executor
 
     def _replace(self, executor: ProcessPoolExecutor, why: str) -> None:
         """End ``executor``'s workers (once, whoever asks first); the next read starts a new pool."""
@@ -140,12 +150,17 @@ class ValidationPool:
             executor.shutdown(wait=True, cancel_futures=True)
 
 
-_POOLS: dict[tuple[int, float, int], ValidationPool] = {}
+_POOLS: dict[tuple[int, float, int, int], ValidationPool] = {}
 
 
 def validation_pool(settings: Settings) -> ValidationPool:
-    """The process's pool for these settings' worker count, time limit and memory bound."""
-    key = (settings.validation_workers, settings.validation_timeout, settings.validation_memory_bytes)
+    """The process's pool for these settings' worker count, time limit, memory bound and priority."""
+    key = (
+        settings.validation_workers,
+        settings.validation_timeout,
+        settings.validation_memory_bytes,
+        settings.validation_nice,
+    )
     if key not in _POOLS:
         _POOLS[key] = ValidationPool(*key)
     return _POOLS[key]
