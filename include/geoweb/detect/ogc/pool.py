@@ -11,6 +11,9 @@ A document over the time limit ends its worker: the pool is replaced (``concurre
 one worker), the document is a miss naming the limit, and the documents that were in the pool with it are
 read again once on the new pool. A worker that dies is replaced the same way; a document that kills a
 worker twice is a miss. A document over the memory bound is a miss too; the worker survives it.
+
+Like every forkserver child, a worker imports the program's main module first: a script that crawls needs
+the ``if __name__ == "__main__":`` guard.
 """
 
 from __future__ import annotations
