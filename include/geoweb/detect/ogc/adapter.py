@@ -7,11 +7,11 @@ plus exactly these corrections.
 - WFS 1.0.0 (corpus wfs_dov_getcapabilities_100_nometadata.xml): OWSLib reprojects the LatLongBoundingBox
   from the feature type's SRS, though WFS 1.0.0 (OGC 02-058, 7.3.3) defines it in WGS84 degrees already;
   it keeps a Keywords text (the service's, a feature type's) as one keyword, commas or line breaks included
-  (captured mapserver_wfs_100.xml); and it reports the service's
-  Name ("WFS") as the provider, which WFS 1.0.0 does not state.
-- WCS 1.1.0 (captured mapserver_wcs_110.xml): OWSLib's 1.1.0 reader knows OWS 1.0 elements only; documents
-  written with OWS 1.1, as the standard has them, read as nothing. Its 1.1.1 reader reads them.
-- WCS 2.0 (OGC 09-110r4, CoverageSummary; tests/unit/test_ogc_services.py writes one): OWSLib's 2.0 readers
+  (captured mapserver_wfs_100.xml); and it reports the service's Name ("MapServer WFS") as the provider,
+  which WFS 1.0.0 does not state.
+- WCS 1.1.0 (captured mapserver_wcs_110.xml): OWSLib's 1.1.0 reader knows OWS 1.0 elements only and fails
+  on documents written with OWS 1.1, as the standard has them; its 1.1.1 reader reads them.
+- WCS 2.0 (OGC 09-110r4, CoverageSummary; the tests write one to the schema): OWSLib's 2.0 readers
   look for a WCS 1.0 lonLatEnvelope, which 2.0 has not; the summary's ows:WGS84BoundingBox is read here.
 - SOS 1.0 and 2.0 (corpus sos_52n_getcapabilities.xml): OWSLib swaps the envelope's axes whatever its CRS;
   the box is WGS84 only for EPSG:4326 (latitude first) or CRS84 (longitude first, unswapped here).
