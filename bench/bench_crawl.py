@@ -28,7 +28,9 @@ import pstats
 import re
 import subprocess
 import sys
+import threading
 import time
+import traceback
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -211,16 +213,41 @@ class InlineValidation:
         return ogc.read_capabilities(body, url, max_bytes=max_bytes)
 
 
+STALL_SAMPLE = 0.05  # seconds late at which the watchdog samples where the loop is
+
+
+def where_stalled(frame) -> str:
+    """The innermost frame of a stack that is the project's or the benchmark's: where a stall came from."""
+    for entry in reversed(traceback.extract_stack(frame)):
+        if "/geoweb/" in entry.filename or entry.filename.endswith("bench_crawl.py"):
+            return f"{Path(entry.filename).name}:{entry.lineno} {entry.name}"
+    return "outside the project"
+
+
 async def crawl_with_lag_probe(spec: WebSpec, args, interval: float = 0.002) -> dict:
-    """A geoweb crawl in this process beside a task that sleeps ``interval`` and records how late it wakes."""
+    """A geoweb crawl in this process beside a task that sleeps ``interval`` and records how late it wakes,
+    and a watchdog thread that, while the task is late by STALL_SAMPLE or more, samples where the loop is."""
     loop = asyncio.get_running_loop()
     lags: list[float] = []
+    woke = [time.monotonic()]
+    sites: dict[str, float] = {}  # where the loop was -> the longest stall seen there
+    crawling = threading.Event()
+    loop_thread = threading.get_ident()
 
     async def probe() -> None:
         while True:
             started = loop.time()
             await asyncio.sleep(interval)
             lags.append(loop.time() - started - interval)
+            woke[0] = time.monotonic()
+
+    def watchdog() -> None:
+        while crawling.is_set():
+            time.sleep(0.01)
+            late = time.monotonic() - woke[0]
+            if late >= STALL_SAMPLE:
+                site = where_stalled(sys._current_frames().get(loop_thread))
+                sites[site] = max(late, sites.get(site, 0.0))
 
     settings = Settings.from_env(
         max_level=args.max_level,
@@ -230,10 +257,13 @@ async def crawl_with_lag_probe(spec: WebSpec, args, interval: float = 0.002) -> 
         max_pages_per_host=spec.pages,
     )
     probing = asyncio.create_task(probe())
+    crawling.set()
+    threading.Thread(target=watchdog, daemon=True).start()
     started = time.perf_counter()
     try:
         report = await run_crawl(spec.seeds(), settings, ALL_TYPES, io.StringIO())
     finally:
+        crawling.clear()
         probing.cancel()
     lags.sort()
     return {
@@ -243,6 +273,9 @@ async def crawl_with_lag_probe(spec: WebSpec, args, interval: float = 0.002) -> 
         "max_stall_ms": 1000 * lags[-1],
         "p99_stall_ms": 1000 * lags[int(0.99 * (len(lags) - 1))],
         "wakes": len(lags),
+        "stall_sites_ms": {
+            site: round(1000 * late) for site, late in sorted(sites.items(), key=lambda kv: -kv[1])
+        },
     }
 
 
@@ -305,6 +338,11 @@ def main() -> None:
         print(f"event loop during a geoweb crawl, capabilities read {how}: largest stall "
               f"{lag['max_stall_ms']:.1f} ms, p99 {lag['p99_stall_ms']:.1f} ms over {lag['wakes']:,} probe wakes; "
               f"{lag['seconds']:.1f} s; resources {lag['resources']}; OGC misses {lag['ogc_misses']}")  # fmt: skip
+        print(
+            f"where the loop was when {STALL_SAMPLE * 1000:.0f} ms late or more (the longest stall there, ms):"
+        )
+        for site, late in list(lag["stall_sites_ms"].items())[:8]:
+            print(f"  {late:>5}  {site}")
 
 
 if __name__ == "__main__":
