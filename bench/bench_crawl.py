@@ -8,18 +8,29 @@ robots.txt disallows. Prints a Markdown table and the speed ratio; writes the fi
     .venv/bin/python bench/bench_crawl.py            # 20,000 pages over 8 hosts
     .venv/bin/python bench/bench_crawl.py --quick    # 2,000 pages: a smoke run
     .venv/bin/python bench/bench_crawl.py --crawlers geoweb --profile var/bench/geoweb.prof
+    .venv/bin/python bench/bench_crawl.py --services 0.05 --loop-lag   # services-heavy, with the loop's stalls
+
+``--services SHARE`` crawls the services-heavy variant of the web (that share of pages links a capabilities
+document; every one is validated by OWSLib in the pool). ``--loop-lag`` then crawls it once more with
+geoweb in this process, beside a probe task that wakes every 2 ms and records how late it woke: the largest
+lateness is the longest stall of the crawl's event loop. ``--inline-validation`` makes that crawl read
+capabilities on the loop itself instead of in the pool, to show what the pool saves.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import io
 import json
 import os
 import pstats
 import re
 import subprocess
 import sys
+import threading
 import time
+import traceback
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -27,6 +38,9 @@ from pathlib import Path
 import synthetic_web
 from synthetic_web import DEFAULT_ROOT, PRIVATE_DIR, WebSpec
 
+from geoweb.cli import run_crawl
+from geoweb.detect import ogc
+from geoweb.models import ALL_TYPES
 from geoweb.settings import Settings
 
 BENCH = Path(__file__).resolve().parent
@@ -192,6 +206,79 @@ def markdown(results: list[RunResult], spec: WebSpec, args) -> str:
     return "\n".join(rows)
 
 
+class InlineValidation:
+    """The validation pool's interface, reading on the event loop itself (the stall the pool avoids)."""
+
+    async def read(self, body: bytes, url: str, max_bytes: int):
+        return ogc.read_capabilities(body, url, max_bytes=max_bytes)
+
+
+STALL_SAMPLE = 0.05  # seconds late at which the watchdog samples where the loop is
+
+
+def where_stalled(frame) -> str:
+    """The innermost frame of a stack that is the project's or the benchmark's: where a stall came from."""
+    for entry in reversed(traceback.extract_stack(frame)):
+        if "/geoweb/" in entry.filename or entry.filename.endswith("bench_crawl.py"):
+            return f"{Path(entry.filename).name}:{entry.lineno} {entry.name}"
+    return "outside the project"
+
+
+async def crawl_with_lag_probe(spec: WebSpec, args, interval: float = 0.002) -> dict:
+    """A geoweb crawl in this process beside a task that sleeps ``interval`` and records how late it wakes,
+    and a watchdog thread that, while the task is late by STALL_SAMPLE or more, samples where the loop is."""
+    loop = asyncio.get_running_loop()
+    lags: list[float] = []
+    woke = [time.monotonic()]
+    sites: dict[str, float] = {}  # where the loop was -> the longest stall seen there
+    crawling = threading.Event()
+    loop_thread = threading.get_ident()
+
+    async def probe() -> None:
+        while True:
+            started = loop.time()
+            await asyncio.sleep(interval)
+            lags.append(loop.time() - started - interval)
+            woke[0] = time.monotonic()
+
+    def watchdog() -> None:
+        while crawling.is_set():
+            time.sleep(0.01)
+            late = time.monotonic() - woke[0]
+            if late >= STALL_SAMPLE:
+                site = where_stalled(sys._current_frames().get(loop_thread))
+                sites[site] = max(late, sites.get(site, 0.0))
+
+    settings = Settings.from_env(
+        max_level=args.max_level,
+        concurrency=args.concurrency,
+        per_host_concurrency=args.per_host,
+        allowed_hosts=frozenset(spec.address(h) for h in range(spec.hosts)),
+        max_pages_per_host=spec.pages,
+    )
+    probing = asyncio.create_task(probe())
+    crawling.set()
+    threading.Thread(target=watchdog, daemon=True).start()
+    started = time.perf_counter()
+    try:
+        report = await run_crawl(spec.seeds(), settings, ALL_TYPES, io.StringIO())
+    finally:
+        crawling.clear()
+        probing.cancel()
+    lags.sort()
+    return {
+        "seconds": time.perf_counter() - started,
+        "resources": dict(report.resources_by_type),
+        "ogc_misses": {k: v for k, v in report.stats.items() if k.startswith("ogc/") and k != "ogc/probe"},
+        "max_stall_ms": 1000 * lags[-1],
+        "p99_stall_ms": 1000 * lags[int(0.99 * (len(lags) - 1))],
+        "wakes": len(lags),
+        "stall_sites_ms": {
+            site: round(1000 * late) for site, late in sorted(sites.items(), key=lambda kv: -kv[1])
+        },
+    }
+
+
 def print_profile(path: Path, top: int = 15) -> None:
     """Top functions by own time, then the project's functions by time including callees."""
     print(f"\ngeoweb crawl under cProfile (which slows it about 2.5x): top {top} by own time")
@@ -212,15 +299,19 @@ def main() -> None:
     parser.add_argument("--crawlers", default=",".join(CRAWLERS), help="comma list (default: both)")
     parser.add_argument("--profile", type=Path, help="run geoweb under cProfile, writing stats here")
     parser.add_argument("--root", type=Path, default=DEFAULT_ROOT)
+    parser.add_argument("--services", type=float, default=0.0, help="share of pages linking capabilities")
+    parser.add_argument("--loop-lag", action="store_true", help="then measure the event loop's stalls")
+    parser.add_argument("--inline-validation", action="store_true", help="loop-lag crawl without the pool")
     args = parser.parse_args()
     crawlers = [c.strip() for c in args.crawlers.split(",") if c.strip()]
     if not crawlers or set(crawlers) - set(CRAWLERS):
         parser.error(f"--crawlers takes a comma list of {', '.join(CRAWLERS)}")
-    spec = WebSpec(pages=2000 if args.quick else args.pages, hosts=args.hosts)
+    spec = WebSpec(pages=2000 if args.quick else args.pages, hosts=args.hosts, services=args.services)
     with synthetic_web.serving(spec, args.root, log_requests=True) as manifest:
         page_urls = synthetic_web.page_urls(spec)
         print(
-            f"web: {manifest['pages']:,} pages, {manifest['links']:,} links; levels {manifest['pages_per_level']}"
+            f"web: {manifest['pages']:,} pages, {manifest['links']:,} links; levels {manifest['pages_per_level']}; "
+            f"{manifest['capabilities_links']:,} links to capabilities documents"
         )
         results = []
         for name in crawlers:
@@ -238,6 +329,20 @@ def main() -> None:
     print(f"figures: {out}")
     if args.profile:
         print_profile(args.profile)
+    if args.loop_lag:
+        if args.inline_validation:
+            ogc.validation_pool = lambda settings: InlineValidation()
+        with synthetic_web.serving(spec, args.root):
+            lag = asyncio.run(crawl_with_lag_probe(spec, args))
+        how = "on the loop (no pool)" if args.inline_validation else "in the validation pool"
+        print(f"event loop during a geoweb crawl, capabilities read {how}: largest stall "
+              f"{lag['max_stall_ms']:.1f} ms, p99 {lag['p99_stall_ms']:.1f} ms over {lag['wakes']:,} probe wakes; "
+              f"{lag['seconds']:.1f} s; resources {lag['resources']}; OGC misses {lag['ogc_misses']}")  # fmt: skip
+        print(
+            f"where the loop was when {STALL_SAMPLE * 1000:.0f} ms late or more (the longest stall there, ms):"
+        )
+        for site, late in list(lag["stall_sites_ms"].items())[:8]:
+            print(f"  {late:>5}  {site}")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,13 @@ hosts; a spanning tree guarantees that a breadth-first crawl from each host's ro
 ``MAX_LEVEL`` link hops, and ``generate`` proves it by a BFS over the graph it wrote. Each host's robots.txt
 disallows ``/private/``, which some pages link to. Generation is deterministic for a given ``WebSpec``.
 
+The services-heavy variant (``services``, a share of pages) links capabilities documents from that share of
+pages: every real document the project tests with (shared corpus, tests/data/capabilities,
+tests/conformance/documents) and a large synthetic WMS (the layers of the largest corpus WMS repeated), each
+link a URL of its own (``/capabilities/<file>?copy=<n>``), so every one is fetched and validated.
+
     python bench/synthetic_web.py --pages 20000 --hosts 8 --serve   # generate, serve until Ctrl-C
+    python bench/synthetic_web.py --services 0.05 --serve            # the services-heavy variant
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -32,6 +39,14 @@ DEFAULT_ROOT = REPO / "var" / "bench"
 MAX_LEVEL = 5
 PAGES_PER_DIR = 100
 PRIVATE_DIR = "/private/"
+CAPABILITIES_DIR = "/capabilities/"
+# the real capabilities documents the services-heavy variant serves, wherever they are present
+CAPABILITIES_SOURCES = (
+    REPO.parent / "shared" / "corpus" / "capabilities",
+    REPO / "tests" / "data" / "capabilities",
+    REPO / "tests" / "conformance" / "documents",
+)
+SYNTHETIC_COPIES = 400  # the large synthetic WMS: 400 copies of the largest corpus WMS's layers
 # A generated web is reused while both its spec and this generator are unchanged.
 MANIFEST = "manifest.json"  # in each web's folder: its spec, its generator and what it holds
 GENERATOR_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
@@ -53,6 +68,7 @@ class WebSpec:
     hosts: int = 8
     port: int = 18200
     seed: int = 20160808
+    services: float = 0.0  # share of pages linking a capabilities document (the services-heavy variant)
 
     def __post_init__(self):
         if not 1 <= self.hosts <= 250:
@@ -61,6 +77,8 @@ class WebSpec:
             raise ValueError(f"need at least one page per host: pages={self.pages} < hosts={self.hosts}")
         if not 1024 <= self.port <= 65535:
             raise ValueError(f"port must be 1024..65535, got {self.port}")
+        if not 0 <= self.services <= 1:
+            raise ValueError(f"services is a share of pages, 0..1, got {self.services}")
 
     def address(self, host: int) -> str:
         return f"127.0.0.{host + 1}"
@@ -85,8 +103,38 @@ def page_path(index: int) -> str:
 
 
 def web_dir(spec: WebSpec, root: Path) -> Path:
-    """One directory per page and host count, so a quick web and a full one coexist."""
-    return root / f"web-{spec.pages}x{spec.hosts}"
+    """One directory per page and host count (and services share), so a quick web and a full one coexist."""
+    return root / (
+        f"web-{spec.pages}x{spec.hosts}" + (f"-services{spec.services:g}" if spec.services else "")
+    )
+
+
+def synthetic_wms(body: bytes, copies: int) -> bytes:
+    """``body`` with its top-level layer's children repeated ``copies`` times, names made unique."""
+    text = body.decode("iso-8859-1")
+    start = text.index("<Layer", text.index("<Layer") + 1)
+    end = text.rindex("</Layer>", 0, text.rindex("</Layer>")) + len("</Layer>")
+    children = text[start:end]
+    repeated = "".join(
+        re.sub(r"<Name>([^<]+)</Name>", rf"<Name>\1_{i}</Name>", children) for i in range(copies)
+    )
+    return (text[:start] + repeated + text[end:]).encode("iso-8859-1")
+
+
+def capabilities_documents() -> dict[str, bytes]:
+    """File name -> body of the documents the services-heavy variant serves, the large synthetic WMS
+    (``synthetic-<largest WMS>``) included."""
+    documents = {
+        path.name: path.read_bytes()
+        for folder in CAPABILITIES_SOURCES
+        if folder.is_dir()
+        for path in sorted(folder.glob("*.xml"))
+    }
+    wms = [name for name, body in documents.items() if b"WMT_MS_Capabilities" in body[:2000]]
+    if wms:
+        largest = max(wms, key=lambda name: len(documents[name]))
+        documents[f"synthetic-{largest}"] = synthetic_wms(documents[largest], SYNTHETIC_COPIES)
+    return documents
 
 
 def page_file(host_dir: Path, index: int) -> Path:
@@ -109,6 +157,8 @@ class _PageWriter:
         self.rng = rng
         self.links: dict[tuple[int, int], list[tuple[int, int]]] = {}
         self.private_pages: list[tuple[int, int]] = []
+        self.capabilities = sorted(capabilities_documents()) if spec.services else []
+        self.capabilities_links = 0
 
     def href(self, src: tuple[int, int], dst: tuple[int, int]) -> str:
         """A link to ``dst`` written the way real sites mix them: relative, root-relative or absolute."""
@@ -160,6 +210,12 @@ class _PageWriter:
             items.append(f'<li><a href="{PRIVATE_DIR}r{index:05d}.html">Staff only</a></li>')
         if self.rng.random() < 0.03:  # a document link both crawlers skip by extension
             items.append(f'<li><a href="/docs/report-{index}.pdf">Annual report (PDF)</a></li>')
+        if self.capabilities and self.rng.random() < self.spec.services:  # a service's capabilities
+            name = self.rng.choice(self.capabilities)
+            self.capabilities_links += 1
+            items.append(
+                f'<li><a href="{CAPABILITIES_DIR}{name}?copy={index}">Service: {self.words(2)}</a></li>'
+            )
         body = [f"<p>{self.words(self.rng.randint(25, 60))}.</p>" for _ in range(3)]
         if self.rng.random() < 0.3:  # a plain-text URL of a page that is also linked by an anchor
             mention = self.rng.choice(targets)
@@ -211,6 +267,10 @@ def generate(spec: WebSpec, root: Path = DEFAULT_ROOT) -> dict:
             (host_dir / f"s{d // PAGES_PER_DIR:03d}").mkdir(parents=True, exist_ok=True)
         (host_dir / PRIVATE_DIR.strip("/")).mkdir()
         (host_dir / "robots.txt").write_text(f"User-agent: *\nDisallow: {PRIVATE_DIR}\n")
+        if writer.capabilities:
+            (host_dir / CAPABILITIES_DIR.strip("/")).mkdir()
+            for name, body in capabilities_documents().items():
+                (host_dir / CAPABILITIES_DIR.strip("/") / name).write_bytes(body)
         for index in range(count):
             data = writer.html(host, index, fanout).encode()
             total_bytes += len(data)
@@ -228,6 +288,7 @@ def generate(spec: WebSpec, root: Path = DEFAULT_ROOT) -> dict:
         "pages": spec.pages,
         "links": sum(len(t) for t in writer.links.values()),
         "private_links": len(writer.private_pages),
+        "capabilities_links": writer.capabilities_links,
         "bytes": total_bytes,
         "pages_per_level": dict(sorted(Counter(levels.values()).items())),
     }
@@ -269,7 +330,8 @@ def nginx_conf(spec: WebSpec, root: Path = DEFAULT_ROOT, log_requests: bool = Fa
     web = web_dir(spec, root)
     log = f"access_log {access_log(root)} crawl buffer=256k;" if log_requests else "access_log off;"
     servers = "\n".join(
-        f"  server {{ listen {spec.address(h)}:{spec.port}; root {web / f'h{h}'}; }}"
+        f"  server {{ listen {spec.address(h)}:{spec.port}; root {web / f'h{h}'}; "
+        f"location {CAPABILITIES_DIR} {{ if ($probe) {{ return 404; }} }} }}"
         for h in range(spec.hosts)
     )
     conf = f"""# generated by bench/synthetic_web.py
@@ -290,9 +352,11 @@ http {{
   fastcgi_temp_path {root / "tmp"};
   uwsgi_temp_path {root / "tmp"};
   scgi_temp_path {root / "tmp"};
-  types {{ text/html html; text/plain txt; }}
+  types {{ text/html html; text/plain txt; application/xml xml; }}
   default_type application/octet-stream;
   index index.html;
+  # a static file host: GetCapabilities probes of a capabilities file find nothing
+  map $arg_service $probe {{ default 1; "" 0; }}
 {servers}
 }}
 """
@@ -359,10 +423,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--pages", type=int, default=defaults.pages)
     parser.add_argument("--hosts", type=int, default=defaults.hosts)
+    parser.add_argument("--services", type=float, default=0.0, help="share of pages linking capabilities")
     parser.add_argument("--root", type=Path, default=DEFAULT_ROOT)
     parser.add_argument("--serve", action="store_true", help="serve the web until Ctrl-C")
     args = parser.parse_args()
-    spec = WebSpec(pages=args.pages, hosts=args.hosts)
+    spec = WebSpec(pages=args.pages, hosts=args.hosts, services=args.services)
     if not args.serve:
         print(json.dumps(generate(spec, args.root), indent=1))
         return

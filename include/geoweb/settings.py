@@ -95,6 +95,11 @@ class Settings:
     # is bounded (KML streamed, shapefile headers only, bodies allowed past max_body_bytes one at a time);
     # tests/hostile/test_memory_hostile.py measures it.
     max_memory_bytes: int = 400 * MB
+    # --- capabilities validation (OWSLib, in worker processes off the event loop) ---
+    validation_workers: int = 2  # processes reading capabilities documents with OWSLib
+    validation_timeout: float = 10.0  # seconds one document may take; over it, a miss and a new worker
+    validation_memory_bytes: int = 1024 * MB  # address space of a worker (RLIMIT_AS); over it, a miss
+    validation_nice: int = 10  # workers' niceness: the crawl's event loop gets the CPU first
 
     def with_(self, **changes) -> Settings:
         return replace(self, **changes)

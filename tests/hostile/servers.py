@@ -55,6 +55,7 @@ CHARSET_TEXT = "Карта России, 地図の一覧"
 CAPABILITIES = b"""<?xml version="1.0"?>
 <WMS_Capabilities version="1.3.0" xmlns="http://www.opengis.net/wms">
   <Service><Name>WMS</Name><Title>Wrongly typed</Title></Service>
+  <Capability><Request><GetCapabilities/></Request></Capability>
 </WMS_Capabilities>
 """
 _LONG = 600.0  # "forever" for a test

@@ -19,12 +19,14 @@ from tests.hostile.servers import PagesServer, loopback_settings
 
 CAPABILITIES = b"""<?xml version="1.0" encoding="UTF-8"?>
 <wfs:WFS_Capabilities version="2.0.0" xmlns:wfs="http://www.opengis.net/wfs/2.0"
-    xmlns:ows="http://www.opengis.net/ows/1.1">
+    xmlns:ows="http://www.opengis.net/ows/1.1" xmlns:xlink="http://www.w3.org/1999/xlink">
   <ows:ServiceIdentification><ows:Title>Mixed WFS</ows:Title></ows:ServiceIdentification>
+  <ows:OperationsMetadata><ows:Operation name="GetCapabilities"><ows:DCP><ows:HTTP>
+    <ows:Get xlink:href="http://example.org/wfs"/></ows:HTTP></ows:DCP></ows:Operation></ows:OperationsMetadata>
   <wfs:FeatureTypeList>
     <wfs:FeatureType><wfs:Name>ns:rivers</wfs:Name><wfs:Title>Rivers</wfs:Title></wfs:FeatureType>
     <wfs:FeatureType><wfs:Name>ns:layer_17</wfs:Name><wfs:Title>Layer 17</wfs:Title></wfs:FeatureType>
-    <wfs:FeatureType><wfs:Name>ns:layer_18</wfs:Name></wfs:FeatureType>
+    <wfs:FeatureType><wfs:Name>ns:layer_18</wfs:Name><wfs:Title>Layer 18</wfs:Title></wfs:FeatureType>
   </wfs:FeatureTypeList>
 </wfs:WFS_Capabilities>
 """

@@ -8,13 +8,19 @@ import socket
 
 import pytest
 
+from geoweb.detect.ogc.common import InvalidCapabilities
+from geoweb.errors import GeowebError
 from geoweb.models import OGC_TYPES
 from geoweb.settings import MB
 from tests.unit.test_ogc_detector import WFS_DOC, FakeWeb, detect, probe, response
 
 LOGGER = "geoweb.detect.ogc"
 WMS_OPEN = b'<WMT_MS_Capabilities version="1.1.1"><Service><Title>'
-WMS_CLOSE = b"</Title></Service><Capability><Layer><Name>x</Name></Layer></Capability></WMT_MS_Capabilities>"
+WMS_REQUEST = b"<Request><GetCapabilities/></Request>"  # what OWSLib's reader needs beside the layers
+WMS_CLOSE = (
+    b"</Title></Service><Capability>" + WMS_REQUEST + b"<Layer><Name>x</Name></Layer></Capability>"
+    b"</WMT_MS_Capabilities>"
+)
 
 
 def wms_with_doctype(doctype: bytes, title: bytes) -> bytes:
@@ -53,7 +59,8 @@ HOSTILE = {
     "external entity http": (NETWORK_ENTITY, "DOCTYPE declares entities (x)"),
     "30 MB document": (WMS_OPEN + b" " * (30 * MB) + WMS_CLOSE, "over the 20971520-byte cap"),
     "deeply nested": (DEEP, "exceeds parser limits"),
-    "html as xml": (b"<!DOCTYPE html><html><body><p>Map viewer<br></body></html>", "not well-formed"),
+    # the sniff reads the root's start tag only: an html root is no capabilities root, malformed or not
+    "html as xml": (b"<!DOCTYPE html><html><body><p>Map viewer<br></body></html>", "no capabilities root"),
     "xhtml": (b'<html xmlns="http://www.w3.org/1999/xhtml"><body/></html>', "no capabilities root"),
     "wms exception": (
         b'<ServiceExceptionReport version="1.1.1"><ServiceException code="InvalidFormat">bad format'
@@ -122,6 +129,46 @@ def test_hostile_answer_at_an_endpoint_loses_nothing_else(name):
 
 
 @pytest.fixture
+def owslib_calls(monkeypatch) -> list[str]:
+    """Every OWSLib reader the OGC modules call, replaced by one that records the call and fails."""
+    from geoweb.detect.ogc import adapter, sos, wcs, wfs, wms, wmts, wps
+
+    calls: list[str] = []
+
+    def recorder(name: str):
+        def called(*args, **kwargs):
+            calls.append(name)
+            raise AssertionError(f"{name} was called")
+
+        return called
+
+    readers = [(wms, "WebMapService"), (wfs, "WebFeatureService"), (wcs, "WebCoverageService"),
+               (wmts, "WebMapTileService"), (wps, "WebProcessingService"), (sos, "SensorObservationService")]  # fmt: skip
+    for module, name in readers:
+        monkeypatch.setattr(module, name, recorder(name))
+    monkeypatch.setattr(adapter.ows, "ServiceIdentification", recorder("ows.ServiceIdentification"))
+    return calls
+
+
+def test_a_sound_document_does_reach_owslib(owslib_calls):
+    from geoweb.detect.ogc import read_capabilities
+
+    with pytest.raises(InvalidCapabilities, match="WebMapService was called"):
+        read_capabilities(wms_with_doctype(b"", b"t"), "http://h/ows")
+    assert owslib_calls == ["WebMapService"]
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_hostile_documents_never_reach_owslib(name, owslib_calls):
+    from geoweb.detect.ogc import read_capabilities
+
+    with pytest.raises(GeowebError) as raised:
+        read_capabilities(HOSTILE[name][0], "http://h/ows")
+    assert owslib_calls == []
+    assert not isinstance(raised.value, InvalidCapabilities)  # refused before any reader ran
+
+
+@pytest.fixture
 def listener():
     """A local TCP port that records whether anything connected to it."""
     with socket.socket() as server:
@@ -167,7 +214,7 @@ def test_external_entities_and_dtds_are_never_fetched(doctype, listener, caplog)
 
 def test_deep_but_legal_layer_nesting_is_read():
     depth = 200  # under the parser's depth limit of 256
-    body = WMS_OPEN + b"t</Title></Service><Capability>"
+    body = WMS_OPEN + b"t</Title></Service><Capability>" + WMS_REQUEST
     body += b"".join(b"<Layer><Name>l%d</Name>" % i for i in range(depth)) + b"</Layer>" * depth
     body += b"</Capability></WMT_MS_Capabilities>"
     [wms] = detect(response("http://h/doc.xml", body), FakeWeb().context(types=("WMS",)))

@@ -113,11 +113,31 @@ def test_generation_is_deterministic(tmp_path, web):
 @pytest.mark.parametrize(
     ("changes", "message"),
     [({"hosts": 0}, "hosts must be"), ({"hosts": 251}, "hosts must be"), ({"pages": 2, "hosts": 3}, "at least one page"),
-     ({"port": 80}, "port must be")],
+     ({"port": 80}, "port must be"), ({"services": 1.5}, "services is a share")],
 )  # fmt: skip
 def test_impossible_specs_are_refused(changes, message):
     with pytest.raises(ValueError, match=message):
         sw.WebSpec(**changes)
+
+
+def test_the_services_heavy_variant_links_every_capabilities_document_it_serves(tmp_path, web):
+    spec = sw.WebSpec(pages=700, hosts=3, services=0.1)
+    manifest = sw.generate(spec, tmp_path)
+    documents = sw.capabilities_documents()
+    assert any(name.startswith("synthetic-") for name in documents)  # the large WMS is among them
+    pages = [
+        (p.relative_to(tmp_path).parts[1], p.read_text()) for p in sw.web_dir(spec, tmp_path).rglob("*.html")
+    ]
+    links = [(host, href) for host, page in pages for href in html.fromstring(page).xpath("//a/@href")
+             if href.startswith(sw.CAPABILITIES_DIR)]  # fmt: skip
+    assert len(links) == len(set(links)) == manifest["capabilities_links"]  # a URL of its own each
+    assert 0.05 * spec.pages < len(links) < 0.2 * spec.pages
+    for h in range(spec.hosts):
+        served = sw.web_dir(spec, tmp_path) / f"h{h}" / sw.CAPABILITIES_DIR.strip("/")
+        assert {p.name: p.read_bytes() for p in served.iterdir()} == documents
+    root, plain = web
+    assert plain["capabilities_links"] == 0
+    assert not (sw.web_dir(SPEC, root) / "h0" / sw.CAPABILITIES_DIR.strip("/")).exists()
 
 
 @pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx is not installed")

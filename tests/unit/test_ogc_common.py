@@ -6,13 +6,14 @@ from geoweb.detect.ogc.common import (
     canonical_endpoint,
     capabilities_url,
     checked_bbox,
+    clean,
     corner_bbox,
-    envelope_bbox,
     exception_report,
-    keywords,
     lat_first,
+    listed_bbox,
+    owslib_dataset,
     points_to_endpoint,
-    wgs84_bbox,
+    words,
 )
 
 
@@ -137,61 +138,33 @@ def _xml(text: str) -> etree._Element:
     return etree.fromstring(text)
 
 
-def test_envelope_bbox_follows_its_crs():
-    gml = 'xmlns:gml="http://www.opengis.net/gml"'
-    lat_lon = _xml(
-        f'<gml:Envelope {gml} srsName="urn:ogc:def:crs:EPSG::4326">'
-        "<gml:lowerCorner>40 -100</gml:lowerCorner><gml:upperCorner>45 -90</gml:upperCorner></gml:Envelope>"
-    )
-    assert envelope_bbox(lat_lon) == (-100.0, 40.0, -90.0, 45.0)
-    ows_crs84 = _xml(
-        '<ows:BoundingBox xmlns:ows="http://www.opengis.net/ows/1.1" crs="urn:ogc:def:crs:OGC:1.3:CRS84">'
-        "<ows:LowerCorner>-100 40</ows:LowerCorner><ows:UpperCorner>-90 45</ows:UpperCorner></ows:BoundingBox>"
-    )
-    assert envelope_bbox(ows_crs84) == (-100.0, 40.0, -90.0, 45.0)
-    projected = _xml(
-        f'<gml:Envelope {gml} srsName="EPSG:3857">'
-        "<gml:lowerCorner>0 0</gml:lowerCorner><gml:upperCorner>10 10</gml:upperCorner></gml:Envelope>"
-    )
-    assert envelope_bbox(projected) is None
-    assert envelope_bbox(None) is None
+def test_listed_bbox_takes_numbers_or_texts():
+    assert listed_bbox((-1, "2", 3.5, " 4 ")) == (-1.0, 2.0, 3.5, 4.0)
+    assert listed_bbox((1, 2, 3)) is None
+    assert listed_bbox((1, 2, None, 4)) is None
+    assert listed_bbox(("x", 2, 3, 4)) is None
+    assert listed_bbox((float("nan"), 2, 3, 4)) is None
 
 
-def test_wgs84_bbox_unions_all_boxes():
-    layer = _xml(
-        '<Layer xmlns:ows="http://www.opengis.net/ows/1.1">'
-        "<ows:WGS84BoundingBox><ows:LowerCorner>0 0</ows:LowerCorner><ows:UpperCorner>1 1</ows:UpperCorner>"
-        "</ows:WGS84BoundingBox>"
-        "<ows:WGS84BoundingBox><ows:LowerCorner>-5 2</ows:LowerCorner><ows:UpperCorner>-4 3</ows:UpperCorner>"
-        "</ows:WGS84BoundingBox>"
-        "<ows:WGS84BoundingBox><ows:LowerCorner>x</ows:LowerCorner></ows:WGS84BoundingBox>"
-        "</Layer>"
-    )
-    assert wgs84_bbox(layer) == (-5.0, 0.0, 1.0, 3.0)
+def test_owslib_values_are_read_null_safe():
+    assert clean("  a ") == "a"
+    assert [clean(v) for v in ("", "  ", None, 3, ["a"])] == [None] * 5
+    assert words([" a", None, "b", "a", "", 7, "c "]) == ["a", "b", "c"]
+    assert words(None) == []
 
 
-@pytest.mark.parametrize(
-    ("xml", "expected"),
-    [
-        (
-            "<S><KeywordList><Keyword> a </Keyword><Keyword>b</Keyword><Keyword/></KeywordList></S>",
-            ["a", "b"],
-        ),
-        (
-            '<S xmlns:ows="http://www.opengis.net/ows"><ows:Keywords><ows:Keyword>a</ows:Keyword>'
-            '<ows:Type codeSpace="ISO">theme</ows:Type></ows:Keywords><ows:Keywords><ows:Keyword>a</ows:Keyword>'
-            "<ows:Keyword>c</ows:Keyword></ows:Keywords></S>",
-            ["a", "c"],
-        ),
-        ("<S><keywords><keyword>x</keyword></keywords></S>", ["x"]),
-        ("<S><Keywords>roads, rivers,\n  lakes</Keywords></S>", ["roads", "rivers", "lakes"]),
-        ("<S><Keywords>roads rivers</Keywords></S>", ["roads", "rivers"]),
-        ("<S><Keywords/></S>", []),
-        ("<S/>", []),
-    ],
-)
-def test_keywords(xml, expected):
-    assert keywords(_xml(xml)) == expected
+class _Layer:  # the attributes an OWSLib content object has, some missing or broken as real ones are
+    title = " Roads "
+    keywords = ["transport", None, " transport "]
+    boundingBoxWGS84 = (-10.0, 40.0, 10.0, 95.0)  # north of the pole: no box
+
+
+def test_owslib_dataset_checks_what_owslib_holds():
+    roads = owslib_dataset(" roads ", _Layer(), tile_matrix_sets=["g"])
+    assert (roads.name, roads.title, roads.keywords, roads.bbox) == ("roads", "Roads", ["transport"], None)
+    assert roads.extra == {"tile_matrix_sets": ["g"]}
+    bare = owslib_dataset("x", object())
+    assert (bare.title, bare.keywords, bare.bbox) == (None, [], None)
 
 
 @pytest.mark.parametrize(

@@ -16,19 +16,36 @@ from geoweb.fetch.response import Response
 from geoweb.models import OGC_TYPES
 from geoweb.settings import Settings
 
-OWS = 'xmlns:ows="http://www.opengis.net/ows/1.1"'
+OWS = 'xmlns:ows="http://www.opengis.net/ows/1.1" xmlns:xlink="http://www.w3.org/1999/xlink"'
+GET = b'<DCPType><HTTP><Get><OnlineResource xmlns:xlink="http://www.w3.org/1999/xlink" xlink:href="http://h/"/></Get></HTTP>'
 WMS_DOC = (
     b'<WMS_Capabilities xmlns="http://www.opengis.net/wms" version="1.3.0"><Service><Title>Maps</Title>'
     # A document that names another host: the resource stays where the document came from.
     b'<OnlineResource xmlns:xlink="http://www.w3.org/1999/xlink" xlink:href="http://elsewhere/wms"/></Service>'
-    b"<Capability><Layer><Name>roads</Name></Layer></Capability></WMS_Capabilities>"
+    b"<Capability><Request><GetCapabilities>" + GET + b"</DCPType></GetCapabilities></Request>"
+    b"<Layer><Name>roads</Name></Layer></Capability></WMS_Capabilities>"
+)
+OPERATIONS = (
+    '<ows:OperationsMetadata><ows:Operation name="GetCapabilities"><ows:DCP><ows:HTTP>'
+    '<ows:Get xlink:href="http://h/"/></ows:HTTP></ows:DCP></ows:Operation></ows:OperationsMetadata>'
 )
 WFS_DOC = (
-    b'<WFS_Capabilities xmlns="http://www.opengis.net/wfs/2.0" version="2.0.0">'
-    b"<FeatureTypeList><FeatureType><Name>roads</Name></FeatureType></FeatureTypeList></WFS_Capabilities>"
+    f'<WFS_Capabilities xmlns="http://www.opengis.net/wfs/2.0" {OWS} version="2.0.0">{OPERATIONS}'
+    "<FeatureTypeList><FeatureType><Name>roads</Name><Title>Roads</Title></FeatureType></FeatureTypeList>"
+    "</WFS_Capabilities>"
+).encode()
+WCS_DOC = (
+    b'<WCS_Capabilities xmlns="http://www.opengis.net/wcs" version="1.0.0"><Service><label>Heights</label>'
+    b"<fees>NONE</fees><accessConstraints>NONE</accessConstraints></Service>"
+    b"<Capability><Request><GetCapabilities>" + GET + b"</DCPType></GetCapabilities></Request></Capability>"
+    b"</WCS_Capabilities>"
 )
-WCS_DOC = b'<WCS_Capabilities xmlns="http://www.opengis.net/wcs" version="1.0.0"/>'
-SOS_DOC = b'<sos:Capabilities xmlns:sos="http://www.opengis.net/sos/1.0" version="1.0.0"/>'
+SOS_DOC = (
+    f'<sos:Capabilities xmlns:sos="http://www.opengis.net/sos/1.0" {OWS} version="1.0.0">'
+    "<ows:ServiceIdentification><ows:Title>Sensors</ows:Title></ows:ServiceIdentification>"
+    "<ows:ServiceProvider><ows:ProviderName>Network</ows:ProviderName></ows:ServiceProvider>"
+    f"{OPERATIONS}</sos:Capabilities>"
+).encode()
 CSW_DOC = (
     f'<csw:Capabilities xmlns:csw="http://www.opengis.net/cat/csw/2.0.2" {OWS} version="2.0.2">'
     "<ows:ServiceIdentification><ows:Title>Catalogue</ows:Title></ows:ServiceIdentification></csw:Capabilities>"

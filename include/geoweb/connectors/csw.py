@@ -19,15 +19,13 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from lxml import etree
+from owslib import ows
+from owslib.catalogue.csw2 import CswRecord
+from owslib.iso import MD_Metadata
 
 from geoweb.connectors.base import ConfigError, Connector, ConnectorError, Link, QuotaExceeded, Record
 from geoweb.connectors.candidates import candidates
-from geoweb.detect.ogc.common import (
-    OGCExceptionReport,
-    corner_bbox,
-    envelope_bbox,
-    with_query,
-)
+from geoweb.detect.ogc.common import OGCExceptionReport, clean, lat_first, listed_bbox, with_query
 from geoweb.detect.ogc.csw import search_results
 from geoweb.errors import FetchError, GeowebError
 from geoweb.fetch.fetcher import Fetcher
@@ -123,111 +121,77 @@ def parse_time(value: str | None) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-# --- records -----------------------------------------------------------------------------------------------
-
-
-def _text(elem: etree._Element | None) -> str | None:
-    if elem is None:
-        return None
-    value = " ".join("".join(elem.itertext()).split())
-    return value or None
-
-
-def _first_text(elem: etree._Element, *paths: str) -> str | None:
-    for path in paths:
-        value = _text(elem.find(path))
-        if value:
-            return value
-    return None
+# --- records ---------------------------------------------------------------------------------------------
+# Records are read by OWSLib's record classes (CswRecord for Dublin Core, MD_Metadata for ISO 19139) from
+# the elements of the hardened tree; what they hold is read null-safe here.
 
 
 def _unique(values) -> list[str]:
-    return list(dict.fromkeys(v for v in values if v))
+    return list(dict.fromkeys(filter(None, map(clean, values))))
+
+
+def _wgs84_box(box: ows.BoundingBox | None) -> BBox | None:
+    """An OWSLib bounding box (axes already in x/y order) as a WGS84 box; None in a CRS that is not WGS84."""
+    if box is None:
+        return None
+    if not isinstance(box, ows.WGS84BoundingBox) and lat_first(getattr(box.crs, "id", None)) is None:
+        return None
+    return listed_bbox((box.minx, box.miny, box.maxx, box.maxy))
 
 
 def dc_record(elem: etree._Element, source: str) -> Record | None:
     """A ``csw:Record`` (or Summary/BriefRecord) as a Record; None without an identifier."""
-    identifier = _first_text(elem, "{*}identifier")
+    record = CswRecord(elem)
+    identifier = clean(record.identifier)
     if identifier is None:
         return None
-    boxes = [envelope_bbox(b) for b in elem.iterchildren("{*}BoundingBox")]
-    boxes += [_wgs84_box(b) for b in elem.iterchildren("{*}WGS84BoundingBox")]
-    links = [
-        Link(url, protocol=ref.get("scheme") or ref.get("protocol"), name=ref.get("name") or ref.get("description"))
-        for ref in elem.iterchildren("{*}references", "{*}URI")
-        if (url := _text(ref))
-    ]  # fmt: skip
+    links = [Link(url, protocol=clean(ref.get("scheme")) or clean(ref.get("protocol")),
+                  name=clean(ref.get("name")) or clean(ref.get("description")))
+             for ref in [*record.references, *record.uris] if (url := clean(ref.get("url")))]  # fmt: skip
     return Record(
         source=source,
         identifier=identifier,
-        title=_first_text(elem, "{*}title"),
-        abstract=_first_text(elem, "{*}abstract", "{*}description"),
-        keywords=_unique(_text(s) for s in elem.iterchildren("{*}subject")),
-        bbox=union_bbox(boxes),
-        modified=parse_time(_first_text(elem, "{*}modified", "{*}date")),
+        title=clean(record.title),
+        abstract=clean(record.abstract),
+        keywords=_unique(record.subjects),
+        bbox=union_bbox((_wgs84_box(record.bbox), _wgs84_box(record.bbox_wgs84))),
+        modified=parse_time(clean(record.modified) or clean(record.date)),
         links=links,
-        extra={"schema": "dc", "type": _first_text(elem, "{*}type"),
-               "formats": _unique(_text(f) for f in elem.iterchildren("{*}format"))},
+        extra={"schema": "dc", "type": clean(record.type),
+               "formats": _unique([record.format])},
     )  # fmt: skip
-
-
-def _wgs84_box(elem: etree._Element) -> BBox | None:
-    """An ``ows:WGS84BoundingBox``: always lon/lat, whatever its crs says."""
-    return corner_bbox(
-        _first_text(elem, "{*}LowerCorner"), _first_text(elem, "{*}UpperCorner"), lat_first=False
-    )
-
-
-def _iso_string(elem: etree._Element, path: str) -> str | None:
-    """A CharacterString or Anchor (the first language of a multilingual one) at ``path``."""
-    node = elem.find(path)
-    if node is None:
-        return None
-    return _first_text(node, "{*}CharacterString", "{*}Anchor", "{*}URL")
 
 
 def iso_record(elem: etree._Element, source: str) -> Record | None:
     """A ``gmd:MD_Metadata`` (ISO 19139) as a Record; None without a file identifier. Links are the online
     resources of the distribution and of a service's operations (contacts' web sites are not the data's)."""
-    identifier = _iso_string(elem, "{*}fileIdentifier")
+    metadata = MD_Metadata(elem)
+    identifier = clean(metadata.identifier)
     if identifier is None:
         return None
-    ident = elem.find("{*}identificationInfo/*")
-    if ident is None:  # no identification: an empty one reads as nothing
-        ident = etree.Element("identificationInfo")
-    online = [*elem.iterfind("{*}distributionInfo//{*}CI_OnlineResource"),
-              *ident.iterfind("{*}containsOperations//{*}connectPoint/{*}CI_OnlineResource")]  # fmt: skip
+    ident = next(iter(metadata.identification or ()), None)
+    distribution = metadata.distribution
+    online = [*getattr(distribution, "online", ()),
+              *(o for d in getattr(distribution, "distributor", ()) for o in d.online),
+              *(c for op in getattr(ident, "operations", ()) for c in op.get("connectpoint", ()))]  # fmt: skip
     links: dict[tuple[str, str | None], Link] = {}
     for resource in online:
-        url = _iso_string(resource, "{*}linkage")
-        protocol = _iso_string(resource, "{*}protocol")
+        url, protocol = clean(resource.url), clean(resource.protocol)
         if url and (url, protocol) not in links:  # each operation of a service repeats its endpoint
-            links[url, protocol] = Link(url, protocol=protocol, name=_iso_string(resource, "{*}name"))
-    scope = elem.find("{*}hierarchyLevel/{*}MD_ScopeCode")
+            links[url, protocol] = Link(url, protocol=protocol, name=clean(resource.name))
+    box = getattr(ident, "bbox", None)
     return Record(
         source=source,
         identifier=identifier,
-        title=_iso_string(ident, "{*}citation/{*}CI_Citation/{*}title"),
-        abstract=_iso_string(ident, "{*}abstract"),
-        keywords=_unique(_first_text(k, "{*}CharacterString", "{*}Anchor") for k in ident.iterfind(".//{*}keyword")),
-        bbox=union_bbox(_iso_box(b) for b in ident.iterfind(".//{*}EX_GeographicBoundingBox")),
-        modified=parse_time(_first_text(elem, "{*}dateStamp/{*}DateTime", "{*}dateStamp/{*}Date")),
+        title=clean(getattr(ident, "title", None)),
+        abstract=clean(getattr(ident, "abstract", None)),
+        keywords=_unique(k.name for group in getattr(ident, "keywords", ()) for k in group.keywords),
+        bbox=None if box is None else listed_bbox((box.minx, box.miny, box.maxx, box.maxy)),
+        modified=parse_time(clean(metadata.datestamp)),
         links=list(links.values()),
-        extra={"schema": "iso19139", "type": None if scope is None else scope.get("codeListValue") or _text(scope),
-               "service_type": _first_text(ident, "{*}serviceType")},
+        extra={"schema": "iso19139", "type": clean(metadata.hierarchy),
+               "service_type": clean(getattr(ident, "type", None))},  # SV_ServiceIdentification's serviceType
     )  # fmt: skip
-
-
-def _iso_box(elem: etree._Element) -> BBox | None:
-    values = [
-        _first_text(elem, f"{{*}}{side}/{{*}}Decimal")
-        for side in ("westBoundLongitude", "southBoundLatitude", "eastBoundLongitude", "northBoundLatitude")
-    ]
-    try:
-        west, south, east, north = (float(v) for v in values)
-    except (TypeError, ValueError):
-        return None
-    return (west, south, east, north) if west <= east and south <= north else None
 
 
 @dataclass

@@ -1,8 +1,15 @@
 """OGC web services (WMS, WFS, WCS, WMTS, WPS, SOS, CSW) recognised by their capabilities documents.
 
-One module per service type declares its capabilities roots (namespace, element) and its metadata
-extractor; ``read_capabilities`` dispatches on the root. A new service type is one module and one line in
-``SERVICES``.
+Classify cheaply, validate with OWSLib. ``sniff`` names the root element from the first bytes (no DTD, no
+entities, no network); only a capabilities root or an exception report goes on to ``read_capabilities``,
+which parses the whole document with the hardened parser (hostile XML stops there), decides type and
+version from the root and its namespace, and hands the hardened tree to OWSLib's reader for that type and
+version: a document OWSLib cannot read is no valid service. ``adapter`` corrects OWSLib where it errs on
+real documents and completes it where it has no reader. The crawl runs ``read_capabilities`` in a process
+pool (``pool``), off its event loop.
+
+One module per service type declares its capabilities roots (namespace, element) and its reader; a new
+service type is one module and one line in ``SERVICES``.
 
 The detector classifies what the crawl fetched. Only where the URL or the response shows an OGC endpoint
 does it ask that endpoint, once per run, for the capabilities of the other wanted types.
@@ -11,15 +18,20 @@ does it ask that endpoint, once per run, for the capabilities of the other wante
 from __future__ import annotations
 
 import asyncio
+import io
 import logging
+import warnings
 
 from lxml import etree
 
 from geoweb.detect.base import DetectContext, Detector
 from geoweb.detect.ogc import csw, sos, wcs, wfs, wms, wmts, wps
 from geoweb.detect.ogc.common import (
+    EXCEPTION_ROOTS,
+    InvalidCapabilities,
     NotCapabilities,
     OGCExceptionReport,
+    Root,
     ServiceType,
     canonical_endpoint,
     capabilities_url,
@@ -27,10 +39,12 @@ from geoweb.detect.ogc.common import (
     points_to_endpoint,
     unique_by_name,
 )
+from geoweb.detect.ogc.pool import ValidationCrashed, ValidationMemory, ValidationTimeout, validation_pool
 from geoweb.errors import GeowebError, MalformedContent, UnsafeContent
 from geoweb.fetch.response import Response
 from geoweb.models import OGC_TYPES, Resource, sha256, union_bbox
-from geoweb.xmlsafe import DEFAULT_MAX_BYTES, looks_like_xml, parse_xml
+from geoweb.settings import Settings
+from geoweb.xmlsafe import DEFAULT_MAX_BYTES, looks_like_xml, parse_xml, strip_bom
 
 log = logging.getLogger(__name__)
 
@@ -45,26 +59,74 @@ SERVICES: tuple[ServiceType, ...] = (
 )
 _BY_ROOT = {root: service for service in SERVICES for root in service.roots}
 _BY_TYPE = {service.name: service for service in SERVICES}
+# what becomes of a document with a capabilities root that OWSLib cannot read, or not within the pool's bounds
+VALIDATION_MISSES = (InvalidCapabilities, ValidationTimeout, ValidationMemory, ValidationCrashed)
 
 
-def read_capabilities(body: bytes, url: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Resource:
-    """The service a capabilities document describes, as a resource at ``url``.
+def sniff(body: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Root:
+    """The (namespace, local name) of a document's root element, read from its start tag alone: cheap
+    enough for the event loop. No DTD is loaded, no entity expanded, nothing fetched.
 
-    Raises UnsafeContent or MalformedContent for XML that cannot be parsed safely, OGCExceptionReport for an
-    exception report and NotCapabilities for any other document.
+    Raises UnsafeContent for a body over ``max_bytes``, MalformedContent when no start tag parses.
     """
-    root = parse_xml(body, max_bytes=max_bytes)
+    if len(body) > max_bytes:
+        raise UnsafeContent(f"XML document of {len(body)} bytes is over the {max_bytes}-byte cap")
+    events = etree.iterparse(
+        io.BytesIO(strip_bom(body)),
+        events=("start",),
+        resolve_entities=False,
+        no_network=True,
+        load_dtd=False,
+    )
+    try:
+        _, element = next(events)
+    except (StopIteration, etree.XMLSyntaxError) as exc:
+        raise MalformedContent(f"not well-formed XML: {exc or 'no root element'}") from None
+    qname = etree.QName(element)
+    return qname.namespace, qname.localname
+
+
+def worth_reading(root: Root) -> bool:
+    """Whether a root is a capabilities root or an OGC exception report, the documents worth a full read."""
+    return root in _BY_ROOT or root[1] in EXCEPTION_ROOTS
+
+
+def classify(root: etree._Element) -> tuple[ServiceType, str | None]:
+    """The service type and version of a capabilities document, from its root element and namespace (the
+    version attribute wins over the one a namespace implies). Raises OGCExceptionReport for an exception
+    report, NotCapabilities for any other root."""
     qname = etree.QName(root)
     key = (qname.namespace, qname.localname)
     service = _BY_ROOT.get(key)
     if service is None:
         raise exception_report(root) or NotCapabilities(f"root element {root.tag} is no capabilities root")
-    description = service.extract(root)
+    return service, (root.get("version") or "").strip() or service.roots[key]
+
+
+def read_capabilities(body: bytes, url: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Resource:
+    """The service a capabilities document describes, as a resource at ``url``, as OWSLib reads it.
+
+    Raises UnsafeContent or MalformedContent for XML that cannot be parsed safely (OWSLib never sees it),
+    OGCExceptionReport for an exception report, NotCapabilities for any other document and
+    InvalidCapabilities for a capabilities document OWSLib cannot read.
+    """
+    root = parse_xml(body, max_bytes=max_bytes)
+    service, version = classify(root)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # OWSLib warns about repeated layers and its own deprecations
+            description = service.read(root, version)
+    except MemoryError:
+        raise
+    except Exception as exc:  # OWSLib raises whatever a broken document makes it meet
+        raise InvalidCapabilities(
+            f"OWSLib's {service.name} reader cannot read it: {type(exc).__name__}: {exc}"[:300]
+        ) from None
     datasets = unique_by_name(description.datasets)
     return Resource(
         url=url,
         type=service.name,
-        version=(root.get("version") or "").strip() or service.roots[key],
+        version=version,
         title=description.title,
         abstract=description.abstract,
         keywords=description.keywords,
@@ -75,12 +137,17 @@ def read_capabilities(body: bytes, url: str, *, max_bytes: int = DEFAULT_MAX_BYT
     )
 
 
-def read_response(response: Response, max_bytes: int = DEFAULT_MAX_BYTES) -> Resource:
-    """``read_capabilities`` on a fetched response, at the endpoint it came from (not the one the document
-    claims: documents lie)."""
+async def read_response(response: Response, settings: Settings) -> Resource:
+    """``read_capabilities`` on a fetched response, in the validation pool, at the endpoint it came from (not
+    the one the document claims: documents lie). Only documents whose root ``sniff`` finds worth reading
+    go to the pool; the rest are NotCapabilities at once."""
     if not response.complete:
         raise MalformedContent(f"body cut at {len(response.body)} bytes")
-    return read_capabilities(response.body, canonical_endpoint(response.final_url), max_bytes=max_bytes)
+    root = sniff(response.body, max_bytes=settings.max_xml_bytes)
+    if not worth_reading(root):
+        raise NotCapabilities(f"root element {etree.QName(*root).text} is no capabilities root")
+    endpoint = canonical_endpoint(response.final_url)
+    return await validation_pool(settings).read(response.body, endpoint, settings.max_xml_bytes)
 
 
 class OGCDetector(Detector):
@@ -97,7 +164,7 @@ class OGCDetector(Detector):
     async def detect(self, response: Response, ctx: DetectContext) -> list[Resource]:
         endpoint = canonical_endpoint(response.final_url)
         found: dict[str, Resource] = {}
-        resource, answered_as_ogc = self._read_page(response, ctx)
+        resource, answered_as_ogc = await self._read_page(response, ctx)
         if resource is not None:
             found[resource.type] = resource
         missing = [s for s in SERVICES if ctx.wants(s.name) and s.name not in found]
@@ -112,11 +179,11 @@ class OGCDetector(Detector):
                 await complete(resource, ctx)
         return resources
 
-    def _read_page(self, response: Response, ctx: DetectContext) -> tuple[Resource | None, bool]:
+    async def _read_page(self, response: Response, ctx: DetectContext) -> tuple[Resource | None, bool]:
         """The service the crawled response describes, if any, and whether an OGC server answered (a
         capabilities document or an exception report). Every miss is counted and logged with its reason."""
         try:
-            return read_response(response, ctx.settings.max_xml_bytes), True
+            return await read_response(response, ctx.settings), True
         except GeowebError as exc:
             ctx.stats[f"ogc/{exc.reason}"] += 1
             if isinstance(exc, UnsafeContent):
@@ -126,6 +193,9 @@ class OGCDetector(Detector):
                 return None, True
             elif isinstance(exc, NotCapabilities):  # most XML on the web: feeds, sitemaps, KML
                 log.debug("%s: not an OGC service: %s", response.final_url, exc)
+            elif isinstance(exc, VALIDATION_MISSES):  # a capabilities root, but no valid service
+                log.warning("%s: not a valid OGC service (%s): %s", response.final_url, exc.reason, exc)
+                return None, True
             else:
                 log.info("%s: not an OGC service (%s): %s", response.final_url, exc.reason, exc)
             return None, False
@@ -142,7 +212,7 @@ class OGCDetector(Detector):
             ctx.stats["ogc/probe"] += 1
             try:
                 probed = await ctx.fetch(url, max_bytes=ctx.settings.max_xml_bytes)
-                return read_response(probed, ctx.settings.max_xml_bytes)
+                return await read_response(probed, ctx.settings)
             except GeowebError as exc:
                 ctx.stats["ogc/probe_miss"] += 1
                 log.debug("probe %s missed (%s): %s", url, exc.reason, exc)
@@ -159,6 +229,8 @@ __all__ = [
     "OGCDetector",
     "OGCExceptionReport",
     "canonical_endpoint",
+    "classify",
     "read_capabilities",
     "read_response",
+    "sniff",
 ]

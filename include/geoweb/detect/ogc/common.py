@@ -1,9 +1,8 @@
-"""What every OGC service module shares: the service declaration, forgiving XML readers, WGS84 boxes,
-OGC exception reports and endpoint URLs.
+"""What every OGC service module shares: the service declaration, null-safe readings of OWSLib's objects,
+WGS84 boxes, OGC exception reports and endpoint URLs.
 
-Readers match elements as ``{*}Name``: classification already checked the root namespace, and real servers
-mix namespace versions inside a document (an OWS 1.0 block in a WCS 1.1 document), so below the root the
-local name decides. Every reader returns None or an empty list for missing or broken parts; none raises.
+OWSLib's objects hold None, blanks or other types where a document lacks a part; every helper here returns
+None or an empty list for those and never raises.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from lxml import etree
 
 from geoweb.detect.base import DetectContext
 from geoweb.errors import GeowebError
-from geoweb.models import BBox, Dataset, Resource, union_bbox
+from geoweb.models import BBox, Dataset, Resource
 
 # (namespace or None, local name) of a capabilities root element.
 Root = tuple[str | None, str]
@@ -38,6 +37,18 @@ class OGCExceptionReport(NotCapabilities):
     user_msg = "The server answered with an OGC exception report"
 
 
+class InvalidCapabilities(GeowebError):
+    """Raised for a capabilities document its OWSLib reader cannot read: not a valid service. The message is
+    OWSLib's reason."""
+
+    reason = "invalid_capabilities"
+    user_msg = "The capabilities document cannot be read as a valid service"
+
+
+# OWSLib's readers want an endpoint; given the document's bytes, they never request it.
+OWSLIB_URL = "http://capabilities.invalid/ows"
+
+
 @dataclass(slots=True)
 class Description:
     """What a capabilities document says about its service, before it becomes a ``Resource``."""
@@ -52,60 +63,65 @@ class Description:
 @dataclass(frozen=True, slots=True)
 class ServiceType:
     """One OGC service type: its capabilities roots, each with the version its namespace implies (None when
-    the namespace is shared by several versions), its metadata extractor, and an optional follow-up that
+    the namespace is shared by several versions), the reader that validates a document of a version and
+    describes it (OWSLib's, through ``adapter`` where OWSLib errs or has none), and an optional follow-up that
     completes a detected resource with one more request."""
 
     name: str
     roots: Mapping[Root, str | None]
-    extract: Callable[[etree._Element], Description]
+    read: Callable[[etree._Element, str | None], Description]
     complete: Callable[[Resource, DetectContext], Awaitable[None]] | None = None
 
 
-# --- element readers -------------------------------------------------------------------------------------
+# --- OWSLib's objects ------------------------------------------------------------------------------------
 
 
-def text(elem: etree._Element | None, path: str) -> str | None:
-    """The stripped text at ``path`` under ``elem``; None when missing or blank."""
-    if elem is None:
+def owslib_bytes(root: etree._Element) -> bytes:
+    """The hardened tree as bytes for an OWSLib reader: re-serialised, so no DOCTYPE reaches OWSLib's own
+    parser, and the byte-order marks and stray whitespace real servers send are gone."""
+    return etree.tostring(root, encoding="UTF-8")
+
+
+def owslib_service(factory: Callable[..., object], version: str, root: etree._Element) -> object:
+    """OWSLib's service object (``WebMapService``...) of ``version`` for the hardened tree."""
+    return factory(OWSLIB_URL, version=version, xml=owslib_bytes(root))
+
+
+def clean(value: object) -> str | None:
+    """An OWSLib text value stripped; None when missing or blank."""
+    if not isinstance(value, str):
         return None
-    node = elem.find(path)
-    if node is None or node.text is None:
-        return None
-    return node.text.strip() or None
+    return value.strip() or None
 
 
-def find_first(elem: etree._Element, *paths: str) -> etree._Element | None:
-    """The element at the first of ``paths`` that has one."""
-    for path in paths:
-        node = elem.find(path)
-        if node is not None:
-            return node
-    return None
+def words(values: Iterable[object] | None) -> list[str]:
+    """Keywords without blanks or repeats, in their order."""
+    return list(dict.fromkeys(filter(None, map(clean, values or ()))))
 
 
-def keywords(elem: etree._Element | None) -> list[str]:
-    """Keywords of a section or dataset, without repeats: ``KeywordList/Keyword`` (WMS),
-    ``Keywords/Keyword`` (OWS), ``keywords/keyword`` (WCS 1.0), or a ``Keywords`` text (WMS 1.0, WFS 1.0)."""
-    if elem is None:
-        return []
-    words: dict[str, None] = {}
-    for group in elem.iterchildren("{*}KeywordList", "{*}Keywords", "{*}keywords"):
-        items = [k.text for k in group.iterchildren("{*}Keyword", "{*}keyword")]
-        if not items and group.text:
-            items = re.split(r"[,;]" if re.search(r"[,;]", group.text) else r"\s+", group.text)
-        words.update((w.strip(), None) for w in items if w and w.strip())
-    return list(words)
-
-
-def ows_description(root: etree._Element, datasets: list[Dataset]) -> Description:
-    """Service metadata of an OWS Common document (ServiceIdentification, ServiceProvider)."""
-    ident = root.find("{*}ServiceIdentification")
+def owslib_description(service: object, datasets: list[Dataset]) -> Description:
+    """Service metadata from an OWSLib service object (``identification`` and ``provider``)."""
+    ident = getattr(service, "identification", None)
+    provider = getattr(service, "provider", None)
     return Description(
-        title=text(ident, "{*}Title"),
-        abstract=text(ident, "{*}Abstract"),
-        keywords=keywords(ident),
-        provider=text(root, "{*}ServiceProvider/{*}ProviderName"),
+        title=clean(getattr(ident, "title", None)),
+        abstract=clean(getattr(ident, "abstract", None)),
+        keywords=words(getattr(ident, "keywords", None)),
+        provider=clean(getattr(provider, "name", None)),
         datasets=datasets,
+    )
+
+
+def owslib_dataset(name: str, content: object, **extra) -> Dataset:
+    """A dataset from one of an OWSLib service's ``contents`` (layer, feature type, coverage), its WGS84 box
+    checked."""
+    box = getattr(content, "boundingBoxWGS84", None)
+    return Dataset(
+        name=clean(name),
+        title=clean(getattr(content, "title", None)),
+        bbox=listed_bbox(box[:4]) if box else None,
+        keywords=words(getattr(content, "keywords", None)),
+        extra=extra,
     )
 
 
@@ -139,18 +155,10 @@ def _numbers(value: str | None, count: int) -> list[float] | None:
     return numbers if len(numbers) == count else None
 
 
-def listed_bbox(values: Iterable[str | None]) -> BBox | None:
-    """A lon/lat box from its four numbers, west, south, east, north, as text."""
-    numbers = _numbers(" ".join(v or "" for v in values), 4)
+def listed_bbox(values: Iterable[object]) -> BBox | None:
+    """A lon/lat box from its four numbers (or their texts), west, south, east, north."""
+    numbers = _numbers(" ".join("" if v is None else str(v) for v in values), 4)
     return checked_bbox(*numbers) if numbers else None
-
-
-def attribute_bbox(elem: etree._Element | None) -> BBox | None:
-    """A box in ``minx miny maxx maxy`` attributes, lon/lat (WMS 1.1 LatLonBoundingBox, WFS 1.0
-    LatLongBoundingBox)."""
-    if elem is None:
-        return None
-    return listed_bbox(elem.get(k) for k in ("minx", "miny", "maxx", "maxy"))
 
 
 def corner_bbox(lower: str | None, upper: str | None, *, lat_first: bool) -> BBox | None:
@@ -178,39 +186,16 @@ def lat_first(crs: str | None) -> bool | None:
     return None
 
 
-def wgs84_bbox(elem: etree._Element) -> BBox | None:
-    """The union of a dataset's ``ows:WGS84BoundingBox`` children (always lon/lat)."""
-    boxes = [
-        corner_bbox(text(b, "{*}LowerCorner"), text(b, "{*}UpperCorner"), lat_first=False)
-        for b in elem.iterchildren("{*}WGS84BoundingBox")
-    ]
-    return union_bbox(boxes)
-
-
-def envelope_bbox(envelope: etree._Element | None) -> BBox | None:
-    """A ``gml:Envelope`` or ``ows:BoundingBox`` in a WGS84 CRS (``srsName`` or ``crs``); None in others."""
-    if envelope is None:
-        return None
-    order = lat_first(envelope.get("srsName") or envelope.get("crs"))
-    if order is None:
-        return None
-    return corner_bbox(
-        text(envelope, "{*}lowerCorner") or text(envelope, "{*}LowerCorner"),
-        text(envelope, "{*}upperCorner") or text(envelope, "{*}UpperCorner"),
-        lat_first=order,
-    )
-
-
 # --- exception reports -----------------------------------------------------------------------------------
 
-_EXCEPTION_ROOTS = ("ServiceExceptionReport", "ExceptionReport")
+EXCEPTION_ROOTS = ("ServiceExceptionReport", "ExceptionReport")
 
 
 def exception_report(root: etree._Element) -> OGCExceptionReport | None:
     """The error an OGC exception report (WMS ServiceExceptionReport, ows:ExceptionReport) stands for."""
     qname = etree.QName(root)
     ns = qname.namespace or ""
-    if qname.localname not in _EXCEPTION_ROOTS or not (ns == "" or ns.startswith("http://www.opengis.net/")):
+    if qname.localname not in EXCEPTION_ROOTS or not (ns == "" or ns.startswith("http://www.opengis.net/")):
         return None
     first = next(root.iter("{*}ServiceException", "{*}Exception"), None)
     if first is None:

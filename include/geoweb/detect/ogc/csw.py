@@ -8,13 +8,8 @@ from urllib.parse import urlencode
 from lxml import etree
 
 from geoweb.detect.base import DetectContext
-from geoweb.detect.ogc.common import (
-    Description,
-    ServiceType,
-    exception_report,
-    ows_description,
-    with_query,
-)
+from geoweb.detect.ogc import adapter
+from geoweb.detect.ogc.common import Description, ServiceType, exception_report, with_query
 from geoweb.errors import GeowebError, MalformedContent
 from geoweb.models import Resource
 from geoweb.xmlsafe import parse_xml
@@ -25,8 +20,9 @@ CSW202_NS = "http://www.opengis.net/cat/csw/2.0.2"
 CSW30_NS = "http://www.opengis.net/cat/csw/3.0"
 
 
-def extract(root: etree._Element) -> Description:
-    return ows_description(root, [])  # records are counted, not listed: a catalogue may hold millions
+def read(root: etree._Element, version: str | None) -> Description:
+    # records are counted, not listed: a catalogue may hold millions
+    return adapter.csw_description(root)
 
 
 def records_url(endpoint: str, version: str | None) -> str:
@@ -79,6 +75,6 @@ async def count_records(resource: Resource, ctx: DetectContext) -> None:
 SERVICE = ServiceType(
     name="CSW",
     roots={(CSW202_NS, "Capabilities"): "2.0.2", (CSW30_NS, "Capabilities"): "3.0.0"},
-    extract=extract,
+    read=read,
     complete=count_records,
 )

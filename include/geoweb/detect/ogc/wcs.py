@@ -1,76 +1,42 @@
-"""Web Coverage Service 1.0-2.0: coverages (CoverageOfferingBrief, CoverageSummary)."""
+"""Web Coverage Service 1.0-2.0, read by OWSLib's WebCoverageService: coverages (CoverageOfferingBrief,
+CoverageSummary) with their WGS84 boxes."""
 
 from __future__ import annotations
 
 from lxml import etree
+from owslib.wcs import WebCoverageService
 
+from geoweb.detect.ogc import adapter
 from geoweb.detect.ogc.common import (
+    OWSLIB_URL,
     Description,
     ServiceType,
-    corner_bbox,
-    envelope_bbox,
-    keywords,
-    ows_description,
-    text,
-    wgs84_bbox,
+    owslib_dataset,
+    owslib_description,
 )
-from geoweb.models import BBox, Dataset
 
 WCS10_NS = "http://www.opengis.net/wcs"
 WCS11_NS = "http://www.opengis.net/wcs/1.1"
 WCS111_NS = "http://www.opengis.net/wcs/1.1.1"
 WCS20_NS = "http://www.opengis.net/wcs/2.0"
 
-
-def extract(root: etree._Element) -> Description:
-    if etree.QName(root).localname == "WCS_Capabilities":
-        return _extract_10(root)
-    # 1.1 may nest summaries; a summary is a coverage when it has an identifier (1.1) or id (2.0).
-    datasets = [
-        Dataset(
-            name=text(summary, "{*}Identifier") or text(summary, "{*}CoverageId"),
-            title=text(summary, "{*}Title"),
-            bbox=_summary_bbox(summary),
-            keywords=keywords(summary),
-        )
-        for summary in root.iterfind("{*}Contents//{*}CoverageSummary")
-    ]
-    return ows_description(root, datasets)
+# OWSLib's reader for each root namespace (1.1.2 documents use the 1.1.1 namespace)
+_READERS = {WCS10_NS: "1.0.0", WCS11_NS: "1.1.0", WCS111_NS: "1.1.1"}
 
 
-def _summary_bbox(summary: etree._Element) -> BBox | None:
-    # ows:WGS84BoundingBox is lon/lat; an ows:BoundingBox in EPSG:4326 is lat/lon.
-    return wgs84_bbox(summary) or next(
-        filter(None, (envelope_bbox(b) for b in summary.iterchildren("{*}BoundingBox"))), None
-    )
-
-
-def _extract_10(root: etree._Element) -> Description:
-    service = root.find("{*}Service")
-    datasets = [
-        Dataset(
-            name=text(brief, "{*}name"),
-            title=text(brief, "{*}label"),
-            bbox=_lon_lat_envelope(brief.find("{*}lonLatEnvelope")),
-            keywords=keywords(brief),
-        )
-        for brief in root.iterfind("{*}ContentMetadata/{*}CoverageOfferingBrief")
-    ]
-    return Description(
-        title=text(service, "{*}label"),
-        abstract=text(service, "{*}description"),
-        keywords=keywords(service),
-        provider=text(service, "{*}responsibleParty/{*}organisationName"),
-        datasets=datasets,
-    )
-
-
-def _lon_lat_envelope(envelope: etree._Element | None) -> BBox | None:
-    """A WCS 1.0 lonLatEnvelope: two gml:pos, lon/lat by definition."""
-    if envelope is None:
-        return None
-    positions = [p.text for p in envelope.iterchildren("{*}pos")]
-    return corner_bbox(*positions, lat_first=False) if len(positions) == 2 else None
+def read(root: etree._Element, version: str | None) -> Description:
+    namespace = etree.QName(root).namespace
+    if namespace == WCS20_NS:
+        reader = "2.0.1" if (version or "").startswith("2.0.1") else "2.0.0"
+    else:
+        reader = _READERS[namespace]
+    body, reader = adapter.wcs_reading(root, reader)
+    wcs = WebCoverageService(OWSLIB_URL, version=reader, xml=body)
+    datasets = [owslib_dataset(name, coverage) for name, coverage in wcs.contents.items()]
+    if namespace == WCS20_NS:
+        for dataset, coverage in zip(datasets, wcs.contents.values(), strict=True):
+            dataset.bbox = adapter.wcs20_bbox(coverage)
+    return owslib_description(wcs, datasets)
 
 
 SERVICE = ServiceType(
@@ -81,5 +47,5 @@ SERVICE = ServiceType(
         (WCS111_NS, "Capabilities"): "1.1.1",
         (WCS20_NS, "Capabilities"): "2.0",
     },
-    extract=extract,
+    read=read,
 )

@@ -1,4 +1,5 @@
-"""Web Feature Service 1.0-2.0: feature types, and the schemas of those no concept matches by name.
+"""Web Feature Service 1.0-2.0, read by OWSLib's WebFeatureService: feature types, and the schemas of those
+no concept matches by name.
 
 Feature types whose name, title and keywords match no concept of the ontology are described once per
 service, all in one DescribeFeatureType request (at most ``describe_feature_types`` of them), and the
@@ -11,21 +12,21 @@ import logging
 from urllib.parse import quote
 
 from lxml import etree
+from owslib.wfs import WebFeatureService
 
 from geoweb.detect.base import DetectContext
+from geoweb.detect.ogc import adapter
 from geoweb.detect.ogc.common import (
     Description,
     ServiceType,
-    attribute_bbox,
     exception_report,
-    keywords,
-    ows_description,
-    text,
-    wgs84_bbox,
+    owslib_dataset,
+    owslib_description,
+    owslib_service,
     with_query,
 )
 from geoweb.errors import GeowebError, HTTPStatusError, MalformedContent
-from geoweb.models import Dataset, Resource
+from geoweb.models import Resource
 from geoweb.semantic.matcher import MAX_PROPERTIES, default_matcher
 from geoweb.semantic.tagging import PROPERTIES_KEY
 from geoweb.xmlsafe import parse_xml
@@ -37,26 +38,16 @@ WFS2_NS = "http://www.opengis.net/wfs/2.0"
 XSD_NS = "http://www.w3.org/2001/XMLSchema"
 
 
-def extract(root: etree._Element) -> Description:
-    datasets = [
-        Dataset(
-            name=text(ft, "{*}Name"),
-            title=text(ft, "{*}Title"),
-            # 1.1 and 2.0 give ows:WGS84BoundingBox, 1.0 a LatLongBoundingBox.
-            bbox=wgs84_bbox(ft) or attribute_bbox(ft.find("{*}LatLongBoundingBox")),
-            keywords=keywords(ft),
-        )
-        for ft in root.iterfind("{*}FeatureTypeList/{*}FeatureType")
-    ]
-    if root.find("{*}ServiceIdentification") is not None:  # 1.1, 2.0
-        return ows_description(root, datasets)
-    service = root.find("{*}Service")  # 1.0
-    return Description(
-        title=text(service, "{*}Title"),
-        abstract=text(service, "{*}Abstract"),
-        keywords=keywords(service),
-        datasets=datasets,
-    )
+def read(root: etree._Element, version: str | None) -> Description:
+    if etree.QName(root).namespace == WFS2_NS:
+        reader = "2.0.0"
+    else:  # 1.0.0 and 1.1.0 share a namespace; a document without a version has the 1.1 sections or not
+        old = (version or "").startswith("1.0") or (not version and root.find("{*}Service") is not None)
+        reader = "1.0.0" if old else "1.1.0"
+    wfs = owslib_service(WebFeatureService, reader, root)
+    if reader == "1.0.0":
+        return adapter.wfs100_description(wfs)
+    return owslib_description(wfs, [owslib_dataset(name, ft) for name, ft in wfs.contents.items()])
 
 
 def _local(qname: str | None) -> str:
@@ -134,6 +125,6 @@ SERVICE = ServiceType(
     name="WFS",
     # 1.0.0 and 1.1.0 share a namespace; their version attribute tells them apart.
     roots={(WFS_NS, "WFS_Capabilities"): None, (WFS2_NS, "WFS_Capabilities"): "2.0.0"},
-    extract=extract,
+    read=read,
     complete=describe_unmatched,
 )

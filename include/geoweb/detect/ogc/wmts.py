@@ -1,33 +1,30 @@
-"""Web Map Tile Service 1.0: layers, with the tile matrix sets each one links to."""
+"""Web Map Tile Service 1.0, read by OWSLib's WebMapTileService: layers, with the tile matrix sets each one
+links to."""
 
 from __future__ import annotations
 
 from lxml import etree
+from owslib.wmts import WebMapTileService
 
-from geoweb.detect.ogc.common import Description, ServiceType, keywords, ows_description, text, wgs84_bbox
-from geoweb.models import Dataset
+from geoweb.detect.ogc.common import (
+    Description,
+    ServiceType,
+    owslib_dataset,
+    owslib_description,
+    owslib_service,
+    words,
+)
 
 WMTS_NS = "http://www.opengis.net/wmts/1.0"
 
 
-def extract(root: etree._Element) -> Description:
+def read(root: etree._Element, version: str | None) -> Description:
+    wmts = owslib_service(WebMapTileService, "1.0.0", root)
     datasets = [
-        Dataset(
-            name=text(layer, "{*}Identifier"),
-            title=text(layer, "{*}Title"),
-            bbox=wgs84_bbox(layer),
-            keywords=keywords(layer),
-            extra={
-                "tile_matrix_sets": [
-                    t.text.strip()
-                    for t in layer.iterfind("{*}TileMatrixSetLink/{*}TileMatrixSet")
-                    if t.text and t.text.strip()
-                ]
-            },
-        )
-        for layer in root.iterfind("{*}Contents/{*}Layer")
+        owslib_dataset(name, layer, tile_matrix_sets=words(getattr(layer, "tilematrixsetlinks", None)))
+        for name, layer in wmts.contents.items()
     ]
-    return ows_description(root, datasets)
+    return owslib_description(wmts, datasets)
 
 
-SERVICE = ServiceType(name="WMTS", roots={(WMTS_NS, "Capabilities"): "1.0.0"}, extract=extract)
+SERVICE = ServiceType(name="WMTS", roots={(WMTS_NS, "Capabilities"): "1.0.0"}, read=read)
