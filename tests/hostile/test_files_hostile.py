@@ -101,7 +101,9 @@ def test_kml_over_the_kml_cap_is_no_resource(caplog, tmp_path):
 
     found, fetch, stats = asyncio.run(run())
     assert found == [] and stats["kml/miss/unsafe_content"] == 1
-    assert "over the 2097152-byte KML cap" in caplog.records[-1].getMessage()
+    assert any(
+        "over the 2097152-byte KML cap" in r.getMessage() for r in caplog.records
+    )  # beside access logs
     assert fetch.bytes < 2 * MB + 64 * 1024 + 1  # neither read ran past its cap
 
 
@@ -120,7 +122,7 @@ def test_html_at_a_kml_url_over_the_body_cap_is_not_fetched_again(caplog, tmp_pa
     found, fetch = asyncio.run(run())
     # the crawl's GET and a Range request for the head, both left unread (each announced over its cap)
     assert found == [] and fetch.requests == 2 and fetch.bytes == 0
-    assert "(range_unsupported)" in caplog.records[-1].getMessage()
+    assert any("(range_unsupported)" in r.getMessage() for r in caplog.records)
 
 
 def test_html_cut_at_the_body_cap_is_not_fetched_again(caplog):

@@ -127,3 +127,25 @@ def test_the_crawl_reports_the_miss_with_its_reason_and_finds_the_rest(caplog):
         assert "not a valid OGC service (validation_timeout): OWSLib took over 0.3 s" in caplog.text
     finally:
         validation_pool(settings).close()
+
+
+def _read_in_a_daemonic_process(results) -> None:
+    pool = ValidationPool(1, 30.0, 0)
+    try:
+        resource = asyncio.run(pool.read(WMS_DOC, URL, MAX_BYTES))
+        results.put((pool.inline, resource.type, len(resource.datasets)))
+    except Exception as exc:  # reported to the test, not lost with the process
+        results.put(repr(exc))
+
+
+def test_a_daemonic_process_reads_in_a_thread():
+    """Celery's prefork children are daemonic, and may start no process: the pool reads in a thread there."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    results = context.Queue()
+    child = context.Process(target=_read_in_a_daemonic_process, args=(results,), daemon=True)
+    child.start()
+    answer = results.get(timeout=60)
+    child.join(30)
+    assert answer[:2] == (True, "WMS") and answer[2] > 0, answer

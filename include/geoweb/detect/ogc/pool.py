@@ -12,6 +12,10 @@ one worker), the document is a miss naming the limit, and the documents that wer
 read again once on the new pool. A worker that dies is replaced the same way; a document that kills a
 worker twice is a miss. A document over the memory bound is a miss too; the worker survives it.
 
+Where a process may have no children (Celery's prefork pool marks its worker children daemonic, and
+multiprocessing refuses them any process), documents are read in a thread instead, logged once: the loop
+stays free and the time limit holds, the memory bound does not.
+
 Like every forkserver child, a worker imports the program's main module first: a script that crawls needs
 the ``if __name__ == "__main__":`` guard.
 """
@@ -79,6 +83,7 @@ class ValidationPool:
         self._slots = asyncio.Semaphore(workers)
         self._starting = asyncio.Lock()
         self.replaced = 0  # pools ended after a timeout or a dead worker
+        self.inline = multiprocessing.current_process().daemon  # no worker processes: read in a thread
 
     def _bind(self) -> None:
         """asyncio's locks belong to one loop: a pool used from a new loop (a new crawl) gets new ones."""
@@ -86,12 +91,18 @@ class ValidationPool:
         if loop is not self._loop:
             self._loop, self._slots, self._starting = loop, asyncio.Semaphore(self.workers), asyncio.Lock()
 
-    async def _ready(self) -> ProcessPoolExecutor:
+    async def _ready(self) -> ProcessPoolExecutor | None:
         """The running pool, started first if need be, in a thread: starting the forkserver (it imports
-        OWSLib) and the workers blocks for seconds, and no document's time limit runs meanwhile."""
+        OWSLib) and the workers blocks for seconds, and no document's time limit runs meanwhile. None where
+        this process cannot have worker processes (a Celery prefork worker's child is daemonic)."""
         async with self._starting:
-            if self._executor is None:
-                self._executor = await asyncio.get_running_loop().run_in_executor(None, self._start)
+            if self._executor is None and not self.inline:
+                try:
+                    self._executor = await asyncio.get_running_loop().run_in_executor(None, self._start)
+                except (AssertionError, OSError, BrokenProcessPool, TypeError) as exc:
+                    self.inline = True
+                    log.warning("no validation worker processes here (%s: %s): capabilities documents are read "
+                                "in a thread, with the time limit but no memory bound", type(exc).__name__, exc)  # fmt: skip
             return self._executor
 
     def _start(self) -> ProcessPoolExecutor:
@@ -108,9 +119,9 @@ class ValidationPool:
             started.result()
         return executor
 
-    def _replace(self, executor: ProcessPoolExecutor, why: str) -> None:
+    def _replace(self, executor: ProcessPoolExecutor | None, why: str) -> None:
         """End ``executor``'s workers (once, whoever asks first); the next read starts a new pool."""
-        if self._executor is not executor:
+        if executor is None or self._executor is not executor:
             return
         self._executor = None
         self.replaced += 1
@@ -130,6 +141,8 @@ class ValidationPool:
             while True:
                 executor = await self._ready()
                 try:
+                    # without worker processes, a thread: the loop stays free, a thread past the limit is
+                    # abandoned (it ends with its document)
                     future = loop.run_in_executor(executor, _read, body, url, max_bytes)
                     return await asyncio.wait_for(future, self.timeout)
                 except TimeoutError:
