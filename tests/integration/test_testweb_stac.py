@@ -52,7 +52,9 @@ def test_the_crawl_finds_every_planted_stac_geojson_and_geotiff_with_its_dataset
 def test_the_large_cog_is_read_with_one_range_request(testweb, crawl):
     _, requests = crawl
     large = [r for r in requests if r.url == stac.LARGE_COG]
-    assert [r.status for r in large] == [200, 206]  # the crawl's GET (its body left unread), then the header
+    # the crawl's GET (its body left unread) and one Range request for the header; the server logs a request
+    # when it ends, so the unread GET may come last
+    assert sorted(r.status for r in large) == [200, 206]
 
 
 def test_the_static_catalog_is_stac_1_1_with_relative_links_only(testweb):
