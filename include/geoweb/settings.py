@@ -88,6 +88,13 @@ class Settings:
     # is bounded (KML streamed, shapefile headers only, bodies allowed past max_body_bytes one at a time);
     # tests/hostile/test_memory_hostile.py measures it.
     max_memory_bytes: int = 400 * MB
+    # --- politeness across the deployment (README, "How it works": Fetching) ---
+    # The Redis URL of the per-origin leases every process shares (per_host_concurrency and the delay,
+    # robots Crawl-delay included, then hold across every task of every DAG and every run). Default none:
+    # per-process politeness only. When it is set and cannot be reached, requests fail as fetch errors
+    # (reason lease_store) rather than go out unbounded by the other processes' requests.
+    host_leases: str = ""
+    host_lease_margin: float = 30.0  # a lease lives total_timeout plus this: a killed holder frees it then
 
     def with_(self, **changes) -> Settings:
         return replace(self, **changes)
