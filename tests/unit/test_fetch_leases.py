@@ -116,7 +116,7 @@ def test_release_frees_the_lease_at_once(prefix):
 
 
 def _acquirer(prefix, queue):
-    queue.put(hold_leases(prefix, requests=5, concurrency=2, delay=0.02, hold=0.03))
+    queue.put(hold_leases(prefix, requests=3, concurrency=2, delay=0.1, hold=0.15))
 
 
 def test_acquirers_in_several_processes_share_the_bound(prefix):
@@ -128,9 +128,10 @@ def test_acquirers_in_several_processes_share_the_bound(prefix):
     spans = [span for _ in processes for span in queue.get(timeout=60)]
     for process in processes:
         process.join(timeout=10)
-    assert len(spans) == 20
-    assert peak_in_flight(spans) <= 2
-    assert closest_starts(spans) >= 0.02 - 0.003
+    assert len(spans) == 12
+    assert peak_in_flight(spans) == 2
+    # starts are stamped by each process once it has its lease: allow its scheduling on a busy machine
+    assert closest_starts(spans) >= 0.1 - 0.015
 
 
 def test_two_fetchers_share_the_robots_crawl_delay(prefix):
