@@ -3,33 +3,24 @@ delay between starts, expiry of a dead holder's lease, release, acquirers in sev
 Crawl-delay shared by two fetchers, and an unreachable store failing the request."""
 
 import asyncio
-import itertools
 import multiprocessing
 import secrets
 import socket
 import time
 
 import pytest
-import redis
 
 from geoweb.errors import LeaseStoreUnavailable
 from geoweb.fetch.leases import HostLeases
-from stack.layout import REDIS_PORT
+from tests.hostile.politeness import LEASES_URL, closest_starts, leases_client, peak_in_flight
 from tests.hostile.servers import HostileServer, fetch_each, loopback_settings
 
-LEASES_URL = f"redis://127.0.0.1:{REDIS_PORT}/3"  # apart from the tests' 0, the broker's 1, the stack's 2
 ORIGIN = "http://example.org:80"
 
 
 @pytest.fixture
 def prefix():
-    client = redis.Redis.from_url(LEASES_URL)
-    try:
-        client.ping()
-    except redis.ConnectionError:
-        pytest.skip(
-            f"the stack's Redis is not running on port {REDIS_PORT} (.venv/bin/python -m stack start redis)"
-        )
+    client = leases_client()
     prefix = f"test-leases-{secrets.token_hex(4)}:"
     yield prefix
     keys = list(client.scan_iter(match=prefix + "*"))
@@ -58,19 +49,6 @@ def hold_leases(prefix, *, requests, concurrency, delay, hold, lease_seconds=30.
         return spans
 
     return asyncio.run(run())
-
-
-def peak_in_flight(spans):
-    events = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
-    peak = current = 0
-    for _, step in events:
-        current += step
-        peak = max(peak, current)
-    return peak
-
-
-def closest_starts(spans):
-    return min(b - a for a, b in itertools.pairwise(sorted(start for start, _ in spans)))
 
 
 def test_no_more_leases_than_the_concurrency(prefix):
@@ -149,9 +127,9 @@ def test_two_fetchers_share_the_robots_crawl_delay(prefix):
 
         results = asyncio.run(run())
         assert all(r.status == 200 for pair in results for r in pair)
-        starts = sorted(s.time for s in server.seen if s.path == "/ok")
-    assert len(starts) == 4
-    assert min(b - a for a, b in itertools.pairwise(starts)) >= 0.2 - 0.005
+        spans = [(s.time, s.time) for s in server.seen if s.path == "/ok"]
+    assert len(spans) == 4
+    assert closest_starts(spans) >= 0.2 - 0.005
 
 
 def test_an_unreachable_lease_store_fails_the_request_unsent():
