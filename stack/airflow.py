@@ -26,6 +26,7 @@ from stack.layout import (
     CELERY_BROKER_URL,
     GEOWEB_DB,
     LOGS,
+    REDIS_PORT,
     REPO,
     RUN,
     SCHEDULER_HEALTH_PORT,
@@ -70,6 +71,9 @@ def environment() -> dict[str, str]:
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "30",  # a new DAG file shows up within 30 s, not 5 min
         # the results database, as the Airflow Connection geoweb_db: no secret in code or in the metadata DB
         "AIRFLOW_CONN_GEOWEB_DB": GEOWEB_DB,
+        # per-host politeness shared by every task of every DAG: Redis database 2, apart from the tests' 0
+        # and the broker's 1
+        "GEOWEB_HOST_LEASES": f"redis://127.0.0.1:{REDIS_PORT}/2",
     }
 
 

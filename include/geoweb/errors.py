@@ -117,3 +117,11 @@ class MigrationError(StoreError):
 
     reason = "migration"
     user_msg = "A database migration failed"
+
+
+class LeaseStoreUnavailable(FetchError):
+    """Raised by the fetcher when the shared host leases (``host_leases``) cannot be reached: the request is
+    not sent, since without its lease it could exceed the host's politeness across the deployment."""
+
+    reason = "lease_store"
+    user_msg = "The shared politeness store could not be reached"

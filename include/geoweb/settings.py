@@ -100,6 +100,13 @@ class Settings:
     validation_timeout: float = 10.0  # seconds one document may take; over it, a miss and a new worker
     validation_memory_bytes: int = 1024 * MB  # address space of a worker (RLIMIT_AS); over it, a miss
     validation_nice: int = 10  # workers' niceness: the crawl's event loop gets the CPU first
+    # --- politeness across the deployment (README, "How it works": Fetching) ---
+    # The Redis URL of the per-origin leases every process shares (per_host_concurrency and the delay,
+    # robots Crawl-delay included, then hold across every task of every DAG and every run). Default none:
+    # per-process politeness only. When it is set and cannot be reached, requests fail as fetch errors
+    # (reason lease_store) rather than go out unbounded by the other processes' requests.
+    host_leases: str = ""
+    host_lease_margin: float = 30.0  # a lease lives total_timeout plus this: a killed holder frees it then
 
     def with_(self, **changes) -> Settings:
         return replace(self, **changes)

@@ -27,9 +27,11 @@ from geoweb.errors import (
     FetchError,
     FetchTimeout,
     InvalidURL,
+    LeaseStoreUnavailable,
     TooManyRedirects,
 )
 from geoweb.fetch.addressguard import AddressGuard, GuardedResolver
+from geoweb.fetch.leases import HostLeases
 from geoweb.fetch.response import Response
 from geoweb.fetch.robots import ROBOTS_MAX_BYTES, ROBOTS_MAX_REDIRECTS, RobotsCache
 from geoweb.fetch.slots import Slots
@@ -77,6 +79,7 @@ class Fetcher:
         self.stats = stats if stats is not None else Counter()
         self._guard = AddressGuard(settings.allowed_hosts, self.stats)
         self._slots = Slots(settings.per_host_concurrency, settings.per_host_delay)
+        self._leases = HostLeases.from_settings(settings)  # None: politeness per process only
         self._robots = (
             RobotsCache(
                 self._fetch_robots,
@@ -115,6 +118,8 @@ class Fetcher:
         if self._session is not None:
             await self._session.close()
             self._session = None
+        if self._leases is not None:
+            await self._leases.close()
 
     async def get(
         self,
@@ -149,7 +154,9 @@ class Fetcher:
         except FetchError as exc:
             exc.url = url
             self.stats[f"fetch/{exc.reason}"] += 1
-            level = logging.WARNING if isinstance(exc, BlockedAddress) else logging.INFO
+            level = (
+                logging.WARNING if isinstance(exc, (BlockedAddress, LeaseStoreUnavailable)) else logging.INFO
+            )
             log.log(level, "fetch failed (%s): %s: %s", exc.reason, url, exc)
             raise
 
@@ -179,7 +186,7 @@ class Fetcher:
                 raise TooManyRedirects(f"redirect loop back to {current}")
 
     async def _fetch_hop(self, url: str, current: URL, options: _Options) -> Response:
-        """One URL of a chain: guard, robots.txt, slot, then the request with its retries."""
+        """One URL of a chain: guard, robots.txt, slot and shared lease, then the request with its retries."""
         self._guard.check_literal(current.raw_host, current.port)
         origin = f"{current.scheme}://{current.raw_host}:{current.port}"
         crawl_delay = await self._robots.check(current, origin) if options.obey_robots else None
@@ -188,8 +195,10 @@ class Fetcher:
         retries = self.settings.retries
         attempt = 0
         while True:
+            # the slot queues this process's requests; the lease, inside it, those of the whole deployment
+            lease = nullcontext() if self._leases is None else self._leases.hold(origin, slot.delay)
             try:
-                async with large, slot:
+                async with large, slot, lease:
                     response = await self._request(url, current, options)
             except (aiohttp.ClientConnectorDNSError, aiohttp.ClientSSLError) as exc:
                 # a missing name or a bad certificate is not fixed by asking again
