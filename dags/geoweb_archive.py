@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from airflow.sdk import dag, get_current_context, task
 
 from geoweb.harvest.params import ArchiveParams
-from geoweb_airflow import connector_config, form_params, harvest_store
+from geoweb_airflow import connector_config, form_params, harvest_store, run_params
 
 ARCHIVES_VARIABLE = "geoweb_archives"  # a JSON list of the adapters to run on scheduled runs
 
@@ -33,17 +33,6 @@ page and the reason (kept in `catalogue_sources` too); each task returns its cou
 """
 
 
-def _params() -> ArchiveParams:
-    from airflow.sdk.exceptions import AirflowFailException
-
-    from geoweb.params import InvalidParams
-
-    try:
-        return ArchiveParams.from_conf(get_current_context()["params"])
-    except InvalidParams as exc:  # retrying mends no conf
-        raise AirflowFailException(str(exc)) from None
-
-
 @task
 def archives() -> list[str]:
     """The archives of this run: its param, else the Variable."""
@@ -51,7 +40,9 @@ def archives() -> list[str]:
 
     from airflow.sdk import Variable
 
-    chosen = list(_params().archives) or Variable.get(ARCHIVES_VARIABLE, default=[], deserialize_json=True)
+    chosen = list(run_params(ArchiveParams).archives) or Variable.get(
+        ARCHIVES_VARIABLE, default=[], deserialize_json=True
+    )
     if not chosen:
         logging.getLogger("geoweb.dags").warning(
             "no archive to read: choose archives in the trigger form, or set the Airflow Variable %s (a JSON "
@@ -71,7 +62,7 @@ def harvest(name: str) -> dict:
 
     context = get_current_context()
     context["archive"] = name  # names the mapped task in the UI
-    bbox = _params().bbox
+    bbox = run_params(ArchiveParams).bbox
     try:
         adapter = load_connector(name, connector_config(name))
     except ConfigError as exc:  # retrying mends no setting

@@ -10,14 +10,14 @@ from datetime import UTC, datetime, timedelta
 
 from airflow.sdk import TriggerRule, dag, get_current_context, task
 
-from geoweb.harvest.params import CatalogueParams
+from geoweb.harvest.params import CRAWL_RUN_PREFIX, CatalogueParams
 from geoweb_airflow import (
     CRAWL_POOL,
     SHARD_LABEL,
     crawl_shard,
     form_params,
     harvest_store,
-    with_allowed_hosts,
+    run_params,
 )
 
 CATALOGUES_VARIABLE = "geoweb_csw_catalogues"  # a JSON list of CSW endpoints to harvest besides those found
@@ -48,21 +48,7 @@ crawl tasks are skipped.
 
 def _crawl_run_id(dag_run) -> str:
     """The id of the validation crawl of a DAG run."""
-    from geoweb.connectors.csw import CRAWL_RUN_PREFIX
-
     return f"{CRAWL_RUN_PREFIX}{dag_run.run_id}"
-
-
-def _params() -> CatalogueParams:
-    """The run's params (empty fields: their defaults; no allowed hosts: the Variable's)."""
-    from airflow.sdk.exceptions import AirflowFailException
-
-    from geoweb.params import InvalidParams
-
-    try:
-        return CatalogueParams.from_conf(with_allowed_hosts(dict(get_current_context()["params"])))
-    except InvalidParams as exc:  # retrying mends no conf
-        raise AirflowFailException(str(exc)) from None
 
 
 def _crawl_run() -> tuple[str, object]:
@@ -87,7 +73,7 @@ def catalogues() -> list[str]:
         configured = [u for u in os.environ.get("GEOWEB_CSW_CATALOGUES", "").split(",") if u.strip()]
     with harvest_store() as store:
         store.migrate()
-        urls = store.csw_urls([*configured, *_params().catalogues])
+        urls = store.csw_urls([*configured, *run_params(CatalogueParams).catalogues])
     if not urls:
         logging.getLogger("geoweb.dags").warning(
             "no catalogue to harvest: set the Airflow Variable %s (a JSON list of CSW endpoints), or crawl "
@@ -107,7 +93,7 @@ def harvest(url: str) -> dict:
 
     context = get_current_context()
     context["catalogue"] = url  # names the mapped task in the UI
-    params = _params()
+    params = run_params(CatalogueParams)
     config = {"url": url, "schema": params.schema, "page_size": params.page_size, "timeout": params.timeout,
               "allowed_hosts": list(params.allowed_hosts)}  # fmt: skip
     try:
@@ -125,7 +111,7 @@ def start_crawl() -> int:
     """Start the validation crawl of the records' service and file links; 0 (nothing to crawl) skips it."""
     from geoweb.connectors.csw import start_catalogue_crawl
 
-    params = _params()
+    params = run_params(CatalogueParams)
     run_id = _crawl_run_id(get_current_context()["dag_run"])
     with harvest_store() as store:
         return start_catalogue_crawl(store, run_id, params.crawl_conf(), everything=params.full)

@@ -17,8 +17,8 @@ from geoweb_airflow import (
     form_params,
     harvest_store,
     hosts_label,
+    run_params,
     url_policies,
-    with_allowed_hosts,
 )
 
 DOC = f"""
@@ -51,8 +51,8 @@ def _params():
     from geoweb.settings import Settings
 
     policies = url_policies()
+    params = run_params(RevisitParams)
     try:
-        params = RevisitParams.from_conf(with_allowed_hosts(dict(get_current_context()["params"])))
         settings = params.settings(Settings.from_env(**({"url_policies": policies} if policies else {})))
         # validated before any check; the Variable wins over GEOWEB_URL_POLICIES, and is named in errors
         if policies:

@@ -25,6 +25,25 @@ def form_params(params_class: type) -> dict:
     }
 
 
+def run_params(params_class: type):
+    """The running task's params as ``params_class`` (``geoweb.params``): empty fields take their defaults,
+    empty allowed hosts the Variable's. A bad conf fails the task at once: retrying cannot mend it."""
+    from dataclasses import fields
+
+    from airflow.sdk import get_current_context
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from geoweb.params import InvalidParams
+
+    conf = dict(get_current_context()["params"])
+    if "allowed_hosts" in {f.name for f in fields(params_class)}:
+        conf = with_allowed_hosts(conf)
+    try:
+        return params_class.from_conf(conf)
+    except InvalidParams as exc:
+        raise AirflowFailException(str(exc)) from None
+
+
 def with_allowed_hosts(conf: dict) -> dict:
     """``conf`` with the hosts of the Variable geoweb_allowed_hosts when it names none itself (a scheduled run's
     params name none)."""

@@ -13,6 +13,7 @@ from html import escape
 from typing import Any
 from urllib.parse import urlencode
 
+from geoweb.harvest.params import CRAWL_RUN_PREFIX
 from geoweb.search.reports import CrawlRunReport, RevisitRunReport, crawl_run_report, revisit_run_report
 
 CRAWL_DAG, CATALOGUE_DAG, ARCHIVE_DAG, REVISIT_DAG = (
@@ -20,9 +21,6 @@ CRAWL_DAG, CATALOGUE_DAG, ARCHIVE_DAG, REVISIT_DAG = (
     "geoweb_catalogues",
     "geoweb_archive",
     "geoweb_revisit",
-)
-CATALOGUE_CRAWL_PREFIX = (
-    "catalogues__"  # geoweb.connectors.csw.CRAWL_RUN_PREFIX: the validation crawl's run id
 )
 HARVEST_TASK = "harvest"  # the mapped task of the catalogue and archive DAGs, one per source
 
@@ -55,7 +53,7 @@ def run_report(conn, dag_id: str, run_id: str) -> RunReport:
         report.crawl = crawl_run_report(conn, run_id)
     elif dag_id == CATALOGUE_DAG:
         report.harvests = source_harvests(dag_id, run_id)
-        report.crawl = crawl_run_report(conn, CATALOGUE_CRAWL_PREFIX + run_id)
+        report.crawl = crawl_run_report(conn, CRAWL_RUN_PREFIX + run_id)
     elif dag_id == ARCHIVE_DAG:
         report.harvests = source_harvests(dag_id, run_id)
     elif dag_id == REVISIT_DAG:

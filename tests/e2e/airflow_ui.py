@@ -12,7 +12,6 @@ from tests.geohub.browser import Chromium
 
 DIALOG = "[...document.querySelectorAll('[role=dialog]')].find(d => d.textContent.includes('Trigger Dag'))"
 SUBMIT = f"[...{DIALOG}.querySelectorAll('button')].find(b => b.textContent.trim() === 'Trigger')"
-REPORT_ROUTE = "geoweb_report"  # the url_route of GeoHub's dag_run view
 REPORT_FRAME = "document.querySelector('iframe')"
 REPORT = f"({REPORT_FRAME} && {REPORT_FRAME}.contentDocument)"
 # Airflow's own sections of the dialog, around the DAG's params

@@ -31,7 +31,7 @@ from geoweb.errors import FetchError, GeowebError
 from geoweb.fetch.fetcher import Fetcher
 from geoweb.fetch.response import Response
 from geoweb.harvest import run
-from geoweb.harvest.params import HarvestParams, param_specs
+from geoweb.harvest.params import CRAWL_RUN_PREFIX, HarvestParams, param_specs
 from geoweb.links.filters import URLFilters
 from geoweb.models import BBox, union_bbox
 from geoweb.settings import Settings
@@ -67,7 +67,6 @@ DEFAULT_MAX_PAGES = 10_000
 DEFAULT_FULL_EVERY = timedelta(days=7)  # incremental harvests cannot see deletions; a full one can
 # the most seeds one crawl run takes (its seeds param's limit)
 MAX_SEEDS = next(schema["maxItems"] for name, _, _, schema in param_specs() if name == "seeds")
-CRAWL_RUN_PREFIX = "catalogues__"  # the validation crawls of catalogue links: catalogues__<DAG run id>
 
 
 # --- fetching ----------------------------------------------------------------------------------------------

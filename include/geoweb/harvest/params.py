@@ -7,7 +7,7 @@ rebuild ``HarvestParams`` from the run's conf with ``HarvestParams.from_conf``.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from geoweb.models import ALL_TYPES
@@ -257,22 +257,20 @@ def param_specs() -> Iterator[tuple[str, Any, str, dict[str, Any]]]:
 
 
 HARVEST = "Catalogue harvest"
+CRAWL_RUN_PREFIX = "catalogues__"  # the validation crawls of catalogue links: catalogues__<DAG run id>
 VALIDATION = "Validation crawl"
 ARCHIVE_ADAPTERS = ("nspo", "stac")  # connector names (geoweb.connectors.CONNECTORS) of the image archives
 _CRAWLED = ("types", "allowed_hosts", "shards", "concurrency", "per_host_concurrency", "per_host_delay")
 
 
 def _validation(name: str, section: str | None = VALIDATION) -> Any:
-    """A crawl param as the catalogue DAG's validation crawl of the records' links takes it."""
+    """A crawl param as the catalogue DAG's validation crawl of the records' links takes it: the same
+    default, description and schema, in the section ``section``."""
     crawled = next(f for f in fields(HarvestParams) if f.name == name)
-    schema = {**crawled.metadata["schema"]}
-    schema.pop("section", None)
-    kind = schema.pop("type")
-    optional = isinstance(kind, list)
-    schema["type"] = next(t for t in kind if t != "null") if optional else kind
-    return param(
-        crawled.default, crawled.metadata["description"], section=section, optional=optional, **schema
-    )
+    schema = {k: v for k, v in crawled.metadata["schema"].items() if k != "section"}
+    if section:
+        schema["section"] = section
+    return field(default=crawled.default, metadata={**crawled.metadata, "schema": schema})
 
 
 @dataclass(frozen=True)
