@@ -13,6 +13,7 @@ from airflow.sdk import TriggerRule, dag, get_current_context, task
 from geoweb.harvest.params import CRAWL_RUN_PREFIX, CatalogueParams
 from geoweb_airflow import (
     CRAWL_POOL,
+    RUN_CONF,
     SHARD_LABEL,
     crawl_shard,
     form_params,
@@ -28,7 +29,8 @@ DOC = f"""
 `catalogues` lists what to harvest: the run's `catalogues`, the Airflow Variable `{CATALOGUES_VARIABLE}` (a
 JSON list of endpoints, else the environment's `GEOWEB_CSW_CATALOGUES`, separated by commas) and every CSW
 the crawl has loaded into `resources`; with none of them the run does nothing and its log says which Variable
-to set. `allowed_hosts` left empty takes the Variable `geoweb_allowed_hosts`. From the form, every field has
+to set. `allowed_hosts` left empty takes the Variable `geoweb_allowed_hosts`; the run reads its params and
+Variables once, in `catalogues`, so changing a Variable mid-run changes nothing in it. From the form, every field has
 its default: press Trigger. The run's **GeoWeb report** tab shows each catalogue's counts and the validation
 crawl's report. `harvest` runs once per catalogue: GetRecords page by page (Dublin Core
 or ISO 19139), each page committed to `catalogue_records` as it arrives, with footprints in PostGIS. Harvests
@@ -62,18 +64,21 @@ def _crawl_run() -> tuple[str, object]:
 
 @task
 def catalogues() -> list[str]:
-    """The endpoints to harvest: configured ones and every CSW the crawl has found."""
+    """The endpoints to harvest: configured ones and every CSW the crawl has found. The run's params are read
+    here once (a Variable changed during the run changes nothing in it), kept as the XCom ``conf``."""
     import logging
     import os
 
     from airflow.sdk import Variable
 
+    params = run_params(CatalogueParams)
+    get_current_context()["ti"].xcom_push(RUN_CONF, params.to_conf())
     configured = Variable.get(CATALOGUES_VARIABLE, default=None, deserialize_json=True)
     if configured is None:
         configured = [u for u in os.environ.get("GEOWEB_CSW_CATALOGUES", "").split(",") if u.strip()]
     with harvest_store() as store:
         store.migrate()
-        urls = store.csw_urls([*configured, *run_params(CatalogueParams).catalogues])
+        urls = store.csw_urls([*configured, *params.catalogues])
     if not urls:
         logging.getLogger("geoweb.dags").warning(
             "no catalogue to harvest: set the Airflow Variable %s (a JSON list of CSW endpoints), or crawl "
@@ -84,7 +89,7 @@ def catalogues() -> list[str]:
 
 
 @task(map_index_template="{{ catalogue }}")
-def harvest(url: str) -> dict:
+def harvest(url: str, conf: dict) -> dict:
     """Harvest one catalogue into catalogue_records; returns its counts."""
     from airflow.sdk.exceptions import AirflowFailException
 
@@ -93,7 +98,7 @@ def harvest(url: str) -> dict:
 
     context = get_current_context()
     context["catalogue"] = url  # names the mapped task in the UI
-    params = run_params(CatalogueParams)
+    params = CatalogueParams.from_conf(conf)
     config = {"url": url, "schema": params.schema, "page_size": params.page_size, "timeout": params.timeout,
               "allowed_hosts": list(params.allowed_hosts)}  # fmt: skip
     try:
@@ -107,11 +112,11 @@ def harvest(url: str) -> dict:
 
 
 @task.short_circuit(trigger_rule=TriggerRule.ALL_DONE)  # one failed catalogue leaves the others' records
-def start_crawl() -> int:
+def start_crawl(conf: dict) -> int:
     """Start the validation crawl of the records' service and file links; 0 (nothing to crawl) skips it."""
     from geoweb.connectors.csw import start_catalogue_crawl
 
-    params = run_params(CatalogueParams)
+    params = CatalogueParams.from_conf(conf)
     run_id = _crawl_run_id(get_current_context()["dag_run"])
     with harvest_store() as store:
         return start_catalogue_crawl(store, run_id, params.crawl_conf(), everything=params.full)
@@ -168,8 +173,9 @@ def _mark_failed(context) -> None:
     params=form_params(CatalogueParams),
 )
 def geoweb_catalogues():
-    started = start_crawl()
-    harvest.expand(url=catalogues()) >> started
+    urls = catalogues()
+    started = start_crawl(urls[RUN_CONF])
+    harvest.partial(conf=urls[RUN_CONF]).expand(url=urls) >> started
     shards = plan()
     started >> shards
     crawl.expand(shard=shards) >> finish_run()

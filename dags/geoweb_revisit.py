@@ -13,6 +13,7 @@ from geoweb.revisit.params import RevisitParams
 from geoweb_airflow import (
     CRAWL_POOL,
     POLICIES_VARIABLE,
+    RUN_CONF,
     SHARD_LABEL,
     form_params,
     harvest_store,
@@ -37,21 +38,19 @@ failures in a row mark the resource dead (kept, checked at the maximum interval,
 URL-pattern policies from the Variable `{POLICIES_VARIABLE}` (else `GEOWEB_URL_POLICIES`) skip URLs or fix
 their interval. `summarize` logs checked, changed, unchanged, failed, newly dead and the next due check.
 From the form every field has its default (add `allowed_hosts` for resources on a local network; empty: the
-Variable `geoweb_allowed_hosts`). The run's **GeoWeb report** tab counts its checks by outcome and lists what
+Variable `geoweb_allowed_hosts`; `plan` reads the params and Variables once for the whole run). The run's **GeoWeb report** tab counts its checks by outcome and lists what
 changed or failed.
 """
 
 
-def _params():
-    """The run's RevisitParams and settings; a bad conf or policy list fails the task at once."""
+def _settings(params, policies: str):
+    """The run's settings; a bad policy list fails the task at once."""
     from airflow.sdk.exceptions import AirflowFailException
 
     from geoweb.params import InvalidParams
     from geoweb.policy import InvalidPolicy, URLPolicies
     from geoweb.settings import Settings
 
-    policies = url_policies()
-    params = run_params(RevisitParams)
     try:
         settings = params.settings(Settings.from_env(**({"url_policies": policies} if policies else {})))
         # validated before any check; the Variable wins over GEOWEB_URL_POLICIES, and is named in errors
@@ -61,27 +60,31 @@ def _params():
             URLPolicies.from_setting(settings.url_policies)
     except (InvalidParams, InvalidPolicy) as exc:
         raise AirflowFailException(str(exc)) from None
-    return params, settings
+    return settings
 
 
 @task
 def plan() -> list[list[int]]:
-    """The due resources' ids, one list per shard of hosts (empty: nothing is due, the checks are skipped)."""
+    """The due resources' ids, one list per shard of hosts (empty: nothing is due, the checks are skipped).
+    The run's params and policies are read here once (a Variable changed during the run changes nothing in
+    it), kept as the XCom ``conf``."""
     from geoweb.revisit import run
 
-    params, settings = _params()
+    params, policies = run_params(RevisitParams), url_policies()
+    settings = _settings(params, policies)
+    get_current_context()["ti"].xcom_push(RUN_CONF, {"params": params.to_conf(), "policies": policies})
     with harvest_store() as store:
         return run.plan_revisits(store, params, settings)
 
 
 @task(pool=CRAWL_POOL, map_index_template=SHARD_LABEL)
-def check(ids: list[int]) -> dict:
+def check(ids: list[int], conf: dict) -> dict:
     """Check one shard's resources; each check is saved as it ends."""
     from geoweb.revisit import run
 
     context = get_current_context()
     context["shard_label"] = f"{len(ids)} resources"  # names the mapped task in the UI, with its hosts
-    _, settings = _params()
+    settings = _settings(RevisitParams.from_conf(conf["params"]), conf["policies"])
     with harvest_store() as store:
         summary = run.check_resources(store, context["dag_run"].run_id, ids, settings)
     if summary["hosts"]:
@@ -109,7 +112,8 @@ def summarize(summaries: list[dict]) -> dict:
     params=form_params(RevisitParams),
 )
 def geoweb_revisit():
-    summarize(check.expand(ids=plan()))
+    shards = plan()
+    summarize(check.partial(conf=shards[RUN_CONF]).expand(ids=shards))
 
 
 geoweb_revisit()

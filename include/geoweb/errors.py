@@ -16,6 +16,14 @@ class GeowebError(Exception):
         super().__init__(message or self.user_msg)
 
 
+class SettingsError(GeowebError, ValueError):
+    """Raised for a setting out of its range or unreadable; the message names the setting (its environment
+    variable when it came from there)."""
+
+    reason = "settings"
+    user_msg = "A setting is invalid"
+
+
 class FetchError(GeowebError):
     """Raised by the fetcher when a URL cannot be fetched safely."""
 

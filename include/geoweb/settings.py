@@ -1,13 +1,18 @@
 """Every setting of the crawl engine, with its default and the reason for it.
 
 Components take plain arguments; ``Settings`` is how the CLI and the DAGs build them. Override a field with
-``Settings(**overrides)`` or from the environment with ``Settings.from_env()`` (``GEOWEB_<FIELD>``).
+``Settings(**overrides)`` or from the environment with ``Settings.from_env()`` (``GEOWEB_<FIELD>``). Every
+construction is validated: a value out of its range raises ``SettingsError`` naming the setting, or its
+environment variable, before anything is fetched.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field, fields, replace
+
+from geoweb.errors import SettingsError
 
 MB = 1024 * 1024
 
@@ -108,23 +113,80 @@ class Settings:
     host_leases: str = ""
     host_lease_margin: float = 30.0  # a lease lives total_timeout plus this: a killed holder frees it then
 
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            problem = _problem(f.name, getattr(self, f.name))
+            if problem:
+                raise SettingsError(f"setting {f.name}: {problem}")
+
     def with_(self, **changes) -> Settings:
         return replace(self, **changes)
 
     @classmethod
     def from_env(cls, environ=os.environ, **overrides) -> Settings:
-        """Defaults, then ``GEOWEB_<FIELD>`` environment variables, then ``overrides``."""
+        """Defaults, then ``GEOWEB_<FIELD>`` environment variables, then ``overrides``; a variable that cannot
+        be read or is out of range raises SettingsError naming it."""
         values = {}
         for f in fields(cls):
-            raw = environ.get(f"GEOWEB_{f.name.upper()}")
-            if raw is None:
+            variable = f"GEOWEB_{f.name.upper()}"
+            raw = environ.get(variable)
+            if raw is None or f.name in overrides:
                 continue
-            default = getattr(cls(), f.name)
-            if isinstance(default, bool):
-                values[f.name] = raw.strip().lower() in ("1", "true", "yes", "on")
-            elif isinstance(default, frozenset):
-                values[f.name] = frozenset(h.strip().lower() for h in raw.split(",") if h.strip())
-            else:
-                values[f.name] = type(default)(raw)
+            try:
+                values[f.name] = _parsed(raw, getattr(_DEFAULTS, f.name))
+            except ValueError:
+                raise SettingsError(f"{variable}: not a {_kind(f.name)}: {raw!r}") from None
+            problem = _problem(f.name, values[f.name])
+            if problem:
+                raise SettingsError(f"{variable}: {problem}")
         values.update(overrides)
         return cls(**values)
+
+
+# Ranges beyond "a finite number, not negative", which every other number setting must be; 0 turns the
+# budgets and optional limits off.
+_POSITIVE = frozenset({
+    "connect_timeout", "read_timeout", "total_timeout", "max_body_bytes", "max_xml_bytes", "max_url_length",
+    "concurrency", "per_host_concurrency", "max_pages_per_host", "expected_urls", "shapefile_download_cap",
+    "zip_max_ratio", "zip_max_member_bytes", "kml_max_bytes", "schema_max_bytes", "tail_stream_max_bytes",
+    "max_memory_bytes", "validation_workers", "validation_timeout", "validation_memory_bytes",
+    "revisit_initial_interval", "revisit_min_interval", "revisit_max_interval", "revisit_dead_after",
+})  # fmt: skip
+_RANGES = {
+    "link_budget": (lambda v: 0 < v <= 1, "a link budget is a fraction in (0, 1]"),
+    "bloom_error_rate": (lambda v: 0 < v < 1, "a false-positive rate is a fraction in (0, 1)"),
+    "concept_lcs_threshold": (lambda v: 0 <= v <= 1, "a similarity threshold is in [0, 1]"),
+    "validation_nice": (lambda v: -20 <= v <= 19, "a niceness is in [-20, 19]"),
+}
+
+
+def _problem(name: str, value) -> str | None:
+    """What is wrong with a setting's value, or None."""
+    if name in _RANGES:
+        inside, reads = _RANGES[name]
+        return None if inside(value) else f"{reads}, not {value}"
+    if name == "link_min_score" or isinstance(value, bool) or not isinstance(value, int | float):
+        return None  # any score, -inf included; text and host sets are read where they are used
+    if not math.isfinite(value) or value < 0 or (value == 0 and name in _POSITIVE):
+        return f"must be {'greater than 0' if name in _POSITIVE else 'at least 0'}, not {value}"
+    return None
+
+
+def _parsed(raw: str, default):
+    """An environment variable's text as a value of the default's type."""
+    if isinstance(default, bool):
+        word = raw.strip().lower()
+        if word not in ("1", "true", "yes", "on", "0", "false", "no", "off", ""):
+            raise ValueError(raw)
+        return word in ("1", "true", "yes", "on")
+    if isinstance(default, frozenset):
+        return frozenset(h.strip().lower() for h in raw.split(",") if h.strip())
+    return type(default)(raw)
+
+
+def _kind(name: str) -> str:
+    default = getattr(_DEFAULTS, name)
+    return {bool: "yes/no value", int: "whole number", float: "number"}.get(type(default), "value")
+
+
+_DEFAULTS = Settings()

@@ -9,6 +9,7 @@ CONNECTOR_CONNECTION = "geoweb_{name}"  # a connector's settings: extra (url, pa
 POLICIES_VARIABLE = "geoweb_url_policies"  # URL-pattern policies, a JSON list (docs/revisits.md)
 ALLOWED_HOSTS_VARIABLE = "geoweb_allowed_hosts"  # hosts on private addresses every DAG may fetch, a JSON list
 CRAWL_POOL = "geoweb_crawl"  # the Celery slots of every task that fetches from the web
+RUN_CONF = "conf"  # the XCom of a run's params as its first task read them, Variables resolved
 SHARD_LABEL = "{{ shard_label }}"  # a mapped crawl task's map_index_template: set by crawl_shard
 
 

@@ -40,7 +40,7 @@ print(json.dumps({"dags": sorted(bag.dags), "errors": bag.import_errors, "attemp
 """
 # What parsing may import of the library: the parameters and what they are made of, nothing that fetches.
 PARSE_TIME_MODULES = {
-    "geoweb", "geoweb.harvest", "geoweb.harvest.params", "geoweb.models", "geoweb.params", "geoweb.settings",
+    "geoweb", "geoweb.errors", "geoweb.harvest", "geoweb.harvest.params", "geoweb.models", "geoweb.params", "geoweb.settings",
     "geoweb.revisit", "geoweb.revisit.params",
 }  # fmt: skip
 

@@ -82,10 +82,22 @@ def variables(stack):
 
 
 def known_catalogues() -> int:
-    """CSWs a crawl has loaded: the catalogue DAG harvests them even with nothing configured."""
+    """CSWs a crawl has loaded: the catalogue DAG harvests them even with nothing configured. A database no
+    run has migrated yet knows none."""
     with psycopg2.connect(GEOWEB_DB) as conn, conn.cursor() as cur:
+        cur.execute("SELECT to_regclass('resources') IS NOT NULL")
+        if not cur.fetchone()[0]:
+            return 0
         cur.execute("SELECT count(*) FROM resources WHERE type = 'CSW'")
         return cur.fetchone()[0]
+
+
+def why_failed(client: AirflowClient, dag_id: str, run_id: str) -> str:
+    """The failed tasks of a run with the last lines of their logs, for the assertion's message."""
+    return "\n".join(
+        f"{task}:\n" + "\n".join(task_log(dag_id, run_id, task).splitlines()[-25:])
+        for task in failed_tasks(client, dag_id, run_id)
+    )
 
 
 def test_with_nothing_configured_a_scheduled_run_does_nothing_and_says_which_variable_to_set(variables):
@@ -93,8 +105,7 @@ def test_with_nothing_configured_a_scheduled_run_does_nothing_and_says_which_var
     fresh = [d for d in DAGS if d != "geoweb_catalogues" or not known_catalogues()]
     runs = {dag_id: scheduled_run(stack, dag_id, UNCONFIGURED) for dag_id in fresh}
     for dag_id, run in runs.items():
-        failed = failed_tasks(stack, dag_id, run["dag_run_id"])
-        assert run["state"] == "success", f"{dag_id}: {run['state']}, failed tasks {failed}"
+        assert run["state"] == "success", f"{dag_id}: {why_failed(stack, dag_id, run['dag_run_id'])}"
     crawl = runs["geoweb_crawl"]["dag_run_id"]
     assert "set the Airflow Variable geoweb_seeds" in task_log("geoweb_crawl", crawl, "start_run")
     later = {t["state"] for t in stack.task_instances("geoweb_crawl", crawl) if t["task_id"] != "start_run"}
@@ -108,7 +119,7 @@ def test_with_the_demo_variables_the_scheduled_crawl_and_catalogue_harvest_the_t
     for key, value in schedule_variables(testweb).items():
         stack.set_variable(key, value)
     crawl = scheduled_run(stack, "geoweb_crawl", CONFIGURED)
-    assert crawl["state"] == "success", failed_tasks(stack, "geoweb_crawl", crawl["dag_run_id"])
+    assert crawl["state"] == "success", why_failed(stack, "geoweb_crawl", crawl["dag_run_id"])
     with psycopg2.connect(GEOWEB_DB) as conn, conn.cursor() as cur:
         cur.execute(
             "SELECT r.url, r.type FROM run_resources rr JOIN resources r ON r.id = rr.resource_id "
@@ -118,7 +129,7 @@ def test_with_the_demo_variables_the_scheduled_crawl_and_catalogue_harvest_the_t
         found = set(cur.fetchall())
     assert set(planted(testweb, "links")) <= found
     harvest = scheduled_run(stack, "geoweb_catalogues", CONFIGURED)
-    assert harvest["state"] == "success", failed_tasks(stack, "geoweb_catalogues", harvest["dag_run_id"])
+    assert harvest["state"] == "success", why_failed(stack, "geoweb_catalogues", harvest["dag_run_id"])
     harvested = [
         t
         for t in stack.task_instances("geoweb_catalogues", harvest["dag_run_id"])
@@ -138,4 +149,5 @@ def test_no_run_the_scheduler_fired_has_failed(stack):
             assert time.monotonic() < deadline, f"{dag_id}: scheduled runs still running"
             time.sleep(2)
         assert runs, f"{dag_id}: the scheduler fired no run"
-        assert [r["dag_run_id"] for r in runs if r["state"] == "failed"] == [], dag_id
+        failed = [r["dag_run_id"] for r in runs if r["state"] == "failed"]
+        assert failed == [], "\n".join(f"{dag_id} {run}: {why_failed(stack, dag_id, run)}" for run in failed)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -115,7 +115,31 @@ class CatalogueStore:
     def harvesting(self, name: str, kind: str, url: str) -> Iterator[Harvest]:
         """Record a harvest of a source: 'running' now, then 'success' with its counts and watermark, or, when
         the block raises, 'failed' with the error (and the exception goes on). A failed harvest keeps the
-        source's watermark and last full harvest."""
+        source's watermark and last full harvest. One harvest of a source runs at a time across the
+        deployment: another's (a manual run beside a scheduled one) waits for it, then goes on from its
+        watermark."""
+        with self._source_lock(name), self._recorded_harvest(name, kind, url) as harvest:
+            yield harvest
+
+    @contextmanager
+    def _source_lock(self, name: str) -> Iterator[None]:
+        """The session's advisory lock on a source, held until the block ends."""
+        key = f"catalogue_source:{name}"
+        with self._transaction() as cur:
+            cur.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", (key,))
+            taken = cur.fetchone()[0]
+        if not taken:
+            log.info("%s is being harvested by another run: waiting for it to end", name)
+            with self._transaction() as cur:
+                cur.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (key,))
+        try:
+            yield
+        finally:
+            with suppress(psycopg2.Error), self._transaction() as cur:  # a lost session has freed its locks
+                cur.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
+
+    @contextmanager
+    def _recorded_harvest(self, name: str, kind: str, url: str) -> Iterator[Harvest]:
         clean = Cleaner()
         with self._transaction() as cur:
             cur.execute(
