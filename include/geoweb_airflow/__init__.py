@@ -56,18 +56,44 @@ def with_allowed_hosts(conf: dict) -> dict:
 
 
 def harvest_store():
-    """The harvest database, from the Connection geoweb_db, else the GEOWEB_DB environment variable."""
+    """The harvest database of a task (``harvest_dsn`` of the Connection as tasks read it)."""
     from airflow.sdk import Connection
     from airflow.sdk.exceptions import AirflowNotFoundException
 
-    from geoweb.harvest.dsn import libpq_dsn
     from geoweb.store import Store
 
     try:
         conn = Connection.get(STORE_CONNECTION)
     except AirflowNotFoundException:
-        return Store.from_env()
-    return Store(libpq_dsn(conn.host, conn.port, conn.login, conn.password, conn.schema, conn.extra_dejson))
+        conn = None
+    return Store(harvest_dsn(conn))
+
+
+def harvest_dsn(conn) -> str:
+    """The harvest database's DSN: the Connection geoweb_db (``conn``, as the calling process reads
+    Connections; None when it is not defined), else the GEOWEB_DB environment variable."""
+    from geoweb.store import Store
+
+    if conn is None:
+        return Store.dsn_from_env()
+    return libpq_dsn(conn.host, conn.port, conn.login, conn.password, conn.schema, conn.extra_dejson)
+
+
+# Connection extras that are libpq settings; other extras (Airflow hook options) are not passed on.
+LIBPQ_EXTRAS = frozenset(
+    {"sslmode", "sslcert", "sslkey", "sslrootcert", "sslcrl", "connect_timeout", "options",
+     "application_name", "keepalives", "keepalives_idle"}
+)  # fmt: skip
+
+
+def libpq_dsn(host, port, user, password, dbname, extra=None) -> str:
+    """A keyword DSN (quoted as libpq needs) of a database given by parts, as a Connection holds it: unset
+    parts are left to libpq's defaults."""
+    from psycopg2.extensions import make_dsn
+
+    parts = {"host": host, "port": port, "user": user, "password": password, "dbname": dbname}
+    parts |= {k: v for k, v in (extra or {}).items() if k in LIBPQ_EXTRAS}
+    return make_dsn(**{k: v for k, v in parts.items() if v not in (None, "")})
 
 
 def connector_config(name: str) -> dict:

@@ -1,30 +1,22 @@
-"""The harvest database GeoHub searches: the Airflow Connection ``geoweb_db``, else GEOWEB_DB, as the DAGs
-name it. Looked up on the first search (never at import), then its pool serves every request."""
+"""The harvest database GeoHub searches, named as the DAGs name it (``geoweb_airflow.harvest_dsn``): looked up
+on the first search (never at import), then its pool serves every request."""
 
 from __future__ import annotations
 
-import os
-
-from geoweb.harvest.dsn import libpq_dsn
-from geoweb.search import SearchDatabase, SearchUnavailable
-
-CONNECTION_ID = "geoweb_db"
+from geoweb.search import SearchDatabase
+from geoweb_airflow import STORE_CONNECTION, harvest_dsn
 
 
-def harvest_dsn() -> str:
+def api_server_dsn() -> str:
+    """The DSN, with the Connection as the API server reads Connections (its secrets backends)."""
     from airflow.exceptions import AirflowNotFoundException
     from airflow.models.connection import Connection
 
     try:
-        conn = Connection.get_connection_from_secrets(CONNECTION_ID)
+        conn = Connection.get_connection_from_secrets(STORE_CONNECTION)
     except AirflowNotFoundException:
-        dsn = os.environ.get("GEOWEB_DB", "").strip()
-        if not dsn:
-            raise SearchUnavailable(
-                f"neither the Airflow Connection {CONNECTION_ID} nor GEOWEB_DB is set"
-            ) from None
-        return dsn
-    return libpq_dsn(conn.host, conn.port, conn.login, conn.password, conn.schema, conn.extra_dejson)
+        conn = None
+    return harvest_dsn(conn)
 
 
-database = SearchDatabase(harvest_dsn)
+database = SearchDatabase(api_server_dsn)

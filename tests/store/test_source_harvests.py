@@ -35,6 +35,9 @@ def test_a_second_harvest_of_a_source_waits_for_the_first_and_starts_from_its_wa
 
 def test_harvests_of_different_sources_run_at_once(store, postgis_dsn):
     first, other_source = (f"csw:http://{uuid.uuid4().hex[:12]}.example/csw" for _ in range(2))
-    with store.harvesting(first, "csw", first), Store(postgis_dsn) as other:
-        with other.harvesting(other_source, "csw", other_source) as harvest:
-            assert harvest.state.name == other_source
+    with (
+        store.harvesting(first, "csw", first),
+        Store(postgis_dsn) as other,
+        other.harvesting(other_source, "csw", other_source) as harvest,
+    ):
+        assert harvest.state.name == other_source

@@ -56,6 +56,10 @@ class SearchDatabase:
                     self._pool = ThreadedConnectionPool(
                         self._max, self._max, self._dsn(), application_name="geohub", options=SESSION_OPTIONS
                     )
+                except SearchUnavailable:
+                    raise
+                except StoreError as exc:  # no database is named
+                    raise SearchUnavailable(str(exc)) from None
                 except psycopg2.Error as exc:  # names host, port and user, never the password
                     raise SearchUnavailable(f"cannot open the search pool: {str(exc).strip()}") from None
             return self._pool

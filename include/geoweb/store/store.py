@@ -169,12 +169,17 @@ class Store(CatalogueStore, RevisitStore):
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> Store:
         """The store named by GEOWEB_DB (a libpq DSN or postgresql:// URI)."""
+        return cls(cls.dsn_from_env(environ))
+
+    @staticmethod
+    def dsn_from_env(environ: Mapping[str, str] = os.environ) -> str:
+        """The DSN of GEOWEB_DB; StoreError when it is not set."""
         dsn = environ.get("GEOWEB_DB", "").strip()
         if not dsn:
             raise StoreError(
                 "GEOWEB_DB is not set: set it to the PostGIS database, postgresql://USER:PASSWORD@HOST:PORT/DB"
             )
-        return cls(dsn)
+        return dsn
 
     def __enter__(self) -> Store:
         return self

@@ -2,7 +2,7 @@
 
 from psycopg2.extensions import parse_dsn
 
-from geoweb.harvest.dsn import libpq_dsn
+from geoweb_airflow import libpq_dsn
 
 
 def test_parts_round_trip_through_libpq():
