@@ -2,7 +2,7 @@
 
 Generates the data with SQL (generate_series, seeded) into a scratch database with the store's schema, then
 times typical searches over a few hundred requests in random order (p50, p95, the largest), twice: in the
-process, as the API's handler runs them (``geoweb.search``: pooled connection, statement, rows, records),
+process, as the API's handler runs them (``geoweb.geohub``: pooled connection, statement, rows, records),
 and over HTTP through a real Airflow API server with the GeoHub plugin (login, validation, JSON included).
 
     .venv/bin/python -m bench.bench_search                   # generate (about 1 min) or reuse, then measure
@@ -31,8 +31,8 @@ from urllib.parse import urlsplit
 
 import psycopg2
 
-from geoweb.search import SearchDatabase, SearchQuery, search
-from geoweb.search.sql import search_statement
+from geoweb.geohub import SearchDatabase, SearchQuery, search
+from geoweb.geohub.sql import search_statement
 from geoweb.store import Store
 from stack import postgres as stack_postgres
 from stack.layout import GEOWEB_DB, REPO

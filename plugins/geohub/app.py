@@ -23,7 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from geohub.access import geohub_user, login_url
 from geohub.harvest_db import database
 from geohub.reports import render, run_report
-from geoweb.search import (
+from geoweb.geohub import (
     ConceptCount,
     InvalidSearch,
     ResourceDetail,
@@ -38,8 +38,8 @@ from geoweb.search import (
     search,
     type_counts,
 )
-from geoweb.search.query import DEFAULT_LIMIT, MAX_LIMIT, MAX_NAME, MAX_OFFSET, MAX_TEXT
-from geoweb.search.reports import crawl_run_plot
+from geoweb.geohub.query import DEFAULT_LIMIT, MAX_LIMIT, MAX_NAME, MAX_OFFSET, MAX_TEXT
+from geoweb.geohub.reports import crawl_run_plot
 
 log = logging.getLogger("geoweb.geohub")
 

@@ -3,7 +3,7 @@ on the first search (never at import), then its pool serves every request."""
 
 from __future__ import annotations
 
-from geoweb.search import SearchDatabase
+from geoweb.geohub import SearchDatabase
 from geoweb_airflow import STORE_CONNECTION, harvest_dsn
 
 

@@ -1,7 +1,7 @@
 """The GeoWeb report of a DAG run: the tab Airflow shows on every run's page (an ``external_views`` entry with
 destination ``dag_run``), served by GeoHub behind Airflow's login.
 
-A crawl run's figures come from the harvest database (``geoweb.search.reports``); the per-source counts of a
+A crawl run's figures come from the harvest database (``geoweb.geohub.reports``); the per-source counts of a
 catalogue or archive harvest are the return values of its mapped tasks, read from Airflow's own database.
 The page is built here as escaped HTML: titles and URLs come from strangers' servers.
 """
@@ -13,8 +13,8 @@ from html import escape
 from typing import Any
 from urllib.parse import urlencode
 
+from geoweb.geohub.reports import CrawlRunReport, RevisitRunReport, crawl_run_report, revisit_run_report
 from geoweb.harvest.params import CRAWL_RUN_PREFIX
-from geoweb.search.reports import CrawlRunReport, RevisitRunReport, crawl_run_report, revisit_run_report
 
 CRAWL_DAG, CATALOGUE_DAG, ARCHIVE_DAG, REVISIT_DAG = (
     "geoweb_crawl",

@@ -1,4 +1,4 @@
-"""geoweb.search on a real PostGIS database loaded through the store: what each filter finds, both ways of
+"""geoweb.geohub on a real PostGIS database loaded through the store: what each filter finds, both ways of
 testing a box, paging, the detail, and the pooled read-only connections."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 import psycopg2
 import pytest
 
-from geoweb.search import (
+from geoweb.geohub import (
     InvalidSearch,
     SearchDatabase,
     SearchQuery,
@@ -18,7 +18,7 @@ from geoweb.search import (
     runs,
     search,
 )
-from geoweb.search.catalogue import MAX_DATASETS
+from geoweb.geohub.searches import MAX_DATASETS
 from stack.postgres import SUPERUSER_DSN
 from tests.geohub import data
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from geoweb.geohub import SearchQuery, concept_counts, search
 from geoweb.models import Dataset, Resource
-from geoweb.search import SearchQuery, concept_counts, search
 from geoweb.semantic import default_ontology, tag_datasets
 from geoweb.semantic.ontology import parse_ontology
 from geoweb.settings import Settings

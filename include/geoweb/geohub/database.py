@@ -12,7 +12,7 @@ from psycopg2.pool import ThreadedConnectionPool
 
 from geoweb.errors import StoreError
 
-log = logging.getLogger("geoweb.search")
+log = logging.getLogger("geoweb.geohub")
 
 MAX_CONNECTIONS = 4  # per process, opened on first use and kept: the request threads share them
 WAIT_SECONDS = 10.0  # for a free connection, before the search is refused

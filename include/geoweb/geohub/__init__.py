@@ -1,8 +1,10 @@
-"""GeoHub search: full-text, type, box, run, level and concept searches of the harvest database, a resource's detail
+"""GeoHub's backend: full-text, type, box, run, level and concept searches of the harvest database, a resource's detail
 with its datasets, and the runs and types to filter by. Airflow-free: the GeoHub plugin (``plugins/geohub``)
 serves these over HTTP, the benchmark and the tests call them directly."""
 
-from geoweb.search.catalogue import (
+from geoweb.geohub.database import SearchDatabase, SearchUnavailable
+from geoweb.geohub.query import InvalidSearch, SearchQuery
+from geoweb.geohub.searches import (
     ConceptCount,
     DatasetEntry,
     Hit,
@@ -17,8 +19,6 @@ from geoweb.search.catalogue import (
     search,
     type_counts,
 )
-from geoweb.search.database import SearchDatabase, SearchUnavailable
-from geoweb.search.query import InvalidSearch, SearchQuery
 
 __all__ = [
     "ConceptCount",

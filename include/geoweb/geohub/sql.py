@@ -9,7 +9,7 @@ file's, its whole document's), so a resource is found wherever one of its datase
 
 from __future__ import annotations
 
-from geoweb.search.query import Box, SearchQuery
+from geoweb.geohub.query import Box, SearchQuery
 
 WORDS = "websearch_to_tsquery('english', %(text)s)"
 # An address is indexed whole and as its words (geoweb_url_words, migration 0005): match either.

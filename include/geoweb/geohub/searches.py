@@ -8,9 +8,9 @@ from datetime import datetime
 from typing import Any
 
 from geoweb.detect.ogc.common import capabilities_url
+from geoweb.geohub.query import SearchQuery
+from geoweb.geohub.sql import GEOJSON_DIGITS, search_statement
 from geoweb.models import OGC_TYPES
-from geoweb.search.query import SearchQuery
-from geoweb.search.sql import GEOJSON_DIGITS, search_statement
 from geoweb.semantic import default_ontology
 
 MAX_DATASETS = 1000  # datasets listed in a resource's detail; datasets_total says how many it has
