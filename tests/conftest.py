@@ -3,7 +3,7 @@
 ``postgis_dsn`` yields the DSN of a fresh, migrated PostGIS database owned by ``geoweb`` (dropped at the end);
 ``postgis_database`` makes more, with PostGIS but no schema; ``redis_url`` yields the local Redis URL (its
 database flushed at the end). Each starts its stack component if it is not running and stops it at the end only if it
-started it.
+started it. The fresh-deployment tests run first of all, while the stack is as new as a deployment's.
 """
 
 from __future__ import annotations
@@ -18,6 +18,13 @@ from geoweb.store import Store
 from stack import postgres as stack_postgres
 from stack import redis as stack_redis
 from stack.layout import REDIS_URL
+
+FIRST = "tests/e2e/test_a_fresh_deployment.py"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The fresh-deployment module first: every other stack test unpauses DAGs and fills the database."""
+    items.sort(key=lambda item: item.nodeid.split("::")[0] != FIRST)  # a stable sort keeps the rest in order
 
 
 @pytest.fixture(scope="session")
