@@ -1,7 +1,8 @@
 """geoweb_catalogues: harvest every known CSW catalogue into PostGIS, then validate the services and files its
 records point to (the deep-web path).
 
-Wiring only: the harvest lives in ``geoweb.connectors.csw``, the crawl steps in ``geoweb.harvest.run``.
+Wiring only: the harvest and the crawl's seeds live in ``geoweb.harvest.catalogue``, the crawl steps in
+``geoweb.harvest.crawl``.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 from airflow.sdk import TriggerRule, dag, get_current_context, task
 
-from geoweb.harvest.params import CRAWL_RUN_PREFIX, CatalogueParams
+from geoweb.harvest.params import CATALOGUES_VARIABLE, CRAWL_RUN_PREFIX, CatalogueParams
 from geoweb_airflow import (
     CRAWL_POOL,
     SHARD_LABEL,
@@ -19,8 +20,6 @@ from geoweb_airflow import (
     harvest_store,
     run_params,
 )
-
-CATALOGUES_VARIABLE = "geoweb_csw_catalogues"  # a JSON list of CSW endpoints to harvest besides those found
 
 DOC = f"""
 ### Harvest the CSW catalogues
@@ -89,7 +88,8 @@ def harvest(url: str) -> dict:
     from airflow.sdk.exceptions import AirflowFailException
 
     from geoweb.connectors import ConfigError
-    from geoweb.connectors.csw import CSWConnector, harvest_catalogue
+    from geoweb.connectors.csw import CSWConnector
+    from geoweb.harvest.catalogue import harvest_catalogue
 
     context = get_current_context()
     context["catalogue"] = url  # names the mapped task in the UI
@@ -109,7 +109,7 @@ def harvest(url: str) -> dict:
 @task.short_circuit(trigger_rule=TriggerRule.ALL_DONE)  # one failed catalogue leaves the others' records
 def start_crawl() -> int:
     """Start the validation crawl of the records' service and file links; 0 (nothing to crawl) skips it."""
-    from geoweb.connectors.csw import start_catalogue_crawl
+    from geoweb.harvest.catalogue import start_catalogue_crawl
 
     params = run_params(CatalogueParams)
     run_id = _crawl_run_id(get_current_context()["dag_run"])
@@ -120,11 +120,11 @@ def start_crawl() -> int:
 @task
 def plan() -> list[int]:
     """The shards of the crawl's only level (max level 0)."""
-    from geoweb.harvest import run
+    import geoweb.harvest.crawl  # by its full name: this DAG's task crawl is another thing
 
     run_id, params = _crawl_run()
     with harvest_store() as store:
-        return run.plan_level(store, run_id, 0, params)
+        return geoweb.harvest.crawl.plan_level(store, run_id, 0, params)
 
 
 @task(pool=CRAWL_POOL, map_index_template=SHARD_LABEL)
@@ -138,11 +138,11 @@ def crawl(shard: int) -> dict:
 @task(trigger_rule=TriggerRule.NONE_FAILED)
 def finish_run() -> dict:
     """Log and store the crawl's report and mark it a success."""
-    from geoweb.harvest import run
+    import geoweb.harvest.crawl
 
     run_id, _ = _crawl_run()
     with harvest_store() as store:
-        return run.finish_run(store, run_id)
+        return geoweb.harvest.crawl.finish_run(store, run_id)
 
 
 def _mark_failed(context) -> None:

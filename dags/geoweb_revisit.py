@@ -1,6 +1,6 @@
 """geoweb_revisit: re-check the known resources that are due, at intervals adapted to how often each changes.
 
-Wiring only: the steps live in ``geoweb.revisit.run`` and the parameters in ``geoweb.revisit.params``.
+Wiring only: the steps live in ``geoweb.harvest.revisit`` and the parameters in ``geoweb.harvest.params``.
 """
 
 from __future__ import annotations
@@ -9,10 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 from airflow.sdk import TriggerRule, dag, get_current_context, task
 
-from geoweb.revisit.params import RevisitParams
+from geoweb.harvest.params import POLICIES_VARIABLE, RevisitParams
 from geoweb_airflow import (
     CRAWL_POOL,
-    POLICIES_VARIABLE,
     SHARD_LABEL,
     form_params,
     harvest_store,
@@ -46,7 +45,7 @@ def _params():
     """The run's RevisitParams and settings; a bad conf or policy list fails the task at once."""
     from airflow.sdk.exceptions import AirflowFailException
 
-    from geoweb.params import InvalidParams
+    from geoweb.paramspec import InvalidParams
     from geoweb.policy import InvalidPolicy, URLPolicies
     from geoweb.settings import Settings
 
@@ -67,23 +66,23 @@ def _params():
 @task
 def plan() -> list[list[int]]:
     """The due resources' ids, one list per shard of hosts (empty: nothing is due, the checks are skipped)."""
-    from geoweb.revisit import run
+    from geoweb.harvest import revisit
 
     params, settings = _params()
     with harvest_store() as store:
-        return run.plan_revisits(store, params, settings)
+        return revisit.plan_revisits(store, params, settings)
 
 
 @task(pool=CRAWL_POOL, map_index_template=SHARD_LABEL)
 def check(ids: list[int]) -> dict:
     """Check one shard's resources; each check is saved as it ends."""
-    from geoweb.revisit import run
+    from geoweb.harvest import revisit
 
     context = get_current_context()
     context["shard_label"] = f"{len(ids)} resources"  # names the mapped task in the UI, with its hosts
     _, settings = _params()
     with harvest_store() as store:
-        summary = run.check_resources(store, context["dag_run"].run_id, ids, settings)
+        summary = revisit.check_resources(store, context["dag_run"].run_id, ids, settings)
     if summary["hosts"]:
         context["shard_label"] = f"{len(ids)} resources on {hosts_label(summary['hosts'])}"
     return summary
@@ -92,10 +91,10 @@ def check(ids: list[int]) -> dict:
 @task(trigger_rule=TriggerRule.NONE_FAILED)
 def summarize(summaries: list[dict]) -> dict:
     """Log the run's totals and when the next check is due."""
-    from geoweb.revisit import run
+    from geoweb.harvest import revisit
 
     with harvest_store() as store:
-        return run.summarize(store, summaries)
+        return revisit.summarize(store, summaries)
 
 
 @dag(

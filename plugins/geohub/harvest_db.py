@@ -7,8 +7,7 @@ import os
 
 from geoweb.harvest.dsn import libpq_dsn
 from geoweb.search import SearchDatabase, SearchUnavailable
-
-CONNECTION_ID = "geoweb_db"
+from geoweb_airflow import STORE_CONNECTION
 
 
 def harvest_dsn() -> str:
@@ -16,12 +15,12 @@ def harvest_dsn() -> str:
     from airflow.models.connection import Connection
 
     try:
-        conn = Connection.get_connection_from_secrets(CONNECTION_ID)
+        conn = Connection.get_connection_from_secrets(STORE_CONNECTION)
     except AirflowNotFoundException:
         dsn = os.environ.get("GEOWEB_DB", "").strip()
         if not dsn:
             raise SearchUnavailable(
-                f"neither the Airflow Connection {CONNECTION_ID} nor GEOWEB_DB is set"
+                f"neither the Airflow Connection {STORE_CONNECTION} nor GEOWEB_DB is set"
             ) from None
         return dsn
     return libpq_dsn(conn.host, conn.port, conn.login, conn.password, conn.schema, conn.extra_dejson)
