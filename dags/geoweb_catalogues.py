@@ -11,7 +11,12 @@ from datetime import UTC, datetime, timedelta
 
 from airflow.sdk import TriggerRule, dag, get_current_context, task
 
-from geoweb.harvest.params import CATALOGUES_VARIABLE, CRAWL_RUN_PREFIX, CatalogueParams
+from geoweb.harvest.params import (
+    ALLOWED_HOSTS_VARIABLE,
+    CATALOGUES_VARIABLE,
+    CRAWL_RUN_PREFIX,
+    CatalogueParams,
+)
 from geoweb_airflow import (
     CRAWL_POOL,
     SHARD_LABEL,
@@ -27,7 +32,7 @@ DOC = f"""
 `catalogues` lists what to harvest: the run's `catalogues`, the Airflow Variable `{CATALOGUES_VARIABLE}` (a
 JSON list of endpoints, else the environment's `GEOWEB_CSW_CATALOGUES`, separated by commas) and every CSW
 the crawl has loaded into `resources`; with none of them the run does nothing and its log says which Variable
-to set. `allowed_hosts` left empty takes the Variable `geoweb_allowed_hosts`. From the form, every field has
+to set. `allowed_hosts` left empty takes the Variable `{ALLOWED_HOSTS_VARIABLE}`. From the form, every field has
 its default: press Trigger. The run's **GeoWeb report** tab shows each catalogue's counts and the validation
 crawl's report. `harvest` runs once per catalogue: GetRecords page by page (Dublin Core
 or ISO 19139), each page committed to `catalogue_records` as it arrives, with footprints in PostGIS. Harvests

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from airflow.sdk import TriggerRule, dag, get_current_context, task
 
-from geoweb.harvest.params import POLICIES_VARIABLE, RevisitParams
+from geoweb.harvest.params import ALLOWED_HOSTS_VARIABLE, POLICIES_VARIABLE, RevisitParams
 from geoweb_airflow import (
     CRAWL_POOL,
     SHARD_LABEL,
@@ -36,7 +36,7 @@ failures in a row mark the resource dead (kept, checked at the maximum interval,
 URL-pattern policies from the Variable `{POLICIES_VARIABLE}` (else `GEOWEB_URL_POLICIES`) skip URLs or fix
 their interval. `summarize` logs checked, changed, unchanged, failed, newly dead and the next due check.
 From the form every field has its default (add `allowed_hosts` for resources on a local network; empty: the
-Variable `geoweb_allowed_hosts`). The run's **GeoWeb report** tab counts its checks by outcome and lists what
+Variable `{ALLOWED_HOSTS_VARIABLE}`). The run's **GeoWeb report** tab counts its checks by outcome and lists what
 changed or failed.
 """
 
