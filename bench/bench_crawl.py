@@ -38,7 +38,7 @@ from pathlib import Path
 import synthetic_web
 from synthetic_web import DEFAULT_ROOT, PRIVATE_DIR, WebSpec
 
-from geoweb.cli import run_crawl
+from geoweb.crawl.jsonl import crawl_to_jsonl
 from geoweb.detect import ogc
 from geoweb.models import ALL_TYPES
 from geoweb.settings import Settings
@@ -261,7 +261,7 @@ async def crawl_with_lag_probe(spec: WebSpec, args, interval: float = 0.002) -> 
     threading.Thread(target=watchdog, daemon=True).start()
     started = time.perf_counter()
     try:
-        report = await run_crawl(spec.seeds(), settings, ALL_TYPES, io.StringIO())
+        report = await crawl_to_jsonl(spec.seeds(), settings, ALL_TYPES, io.StringIO())
     finally:
         crawling.clear()
         probing.cancel()

@@ -48,7 +48,7 @@ from bench.synthetic_web import (
     tree_fanout,
     web_dir,
 )
-from geoweb.cli import run_crawl
+from geoweb.crawl.jsonl import crawl_to_jsonl
 from geoweb.links.priority import DEPTH_WEIGHT, LinkScorer, RecordedLink, recall_curve
 from geoweb.settings import Settings
 from geoweb.store import Store
@@ -130,7 +130,7 @@ def crawl(spec: WebSpec, budget: float) -> dict:
     )
     started = time.perf_counter()
     with open(os.devnull, "w") as out:
-        report = asyncio.run(run_crawl(spec.seeds(), settings, ["KML"], out))
+        report = asyncio.run(crawl_to_jsonl(spec.seeds(), settings, ["KML"], out))
     return {
         "budget": budget,
         "resources": report.resources,

@@ -1,7 +1,7 @@
 """geoweb_archive: load the scene metadata that satellite-image archives (NSPO, STAC APIs) added since the last
 run into PostGIS.
 
-Wiring only: the adapters and the harvest live in ``geoweb.connectors.archive``.
+Wiring only: the adapters live in ``geoweb.connectors.archive``, the harvest in ``geoweb.harvest.archive``.
 """
 
 from __future__ import annotations
@@ -10,10 +10,8 @@ from datetime import UTC, datetime, timedelta
 
 from airflow.sdk import dag, get_current_context, task
 
-from geoweb.harvest.params import ArchiveParams
+from geoweb.harvest.params import ARCHIVES_VARIABLE, ArchiveParams
 from geoweb_airflow import connector_config, form_params, harvest_store, run_params
-
-ARCHIVES_VARIABLE = "geoweb_archives"  # a JSON list of the adapters to run on scheduled runs
 
 DOC = f"""
 ### Load new satellite scenes
@@ -58,7 +56,7 @@ def harvest(name: str) -> dict:
     from airflow.sdk.exceptions import AirflowFailException
 
     from geoweb.connectors import ConfigError, QuotaExceeded, load_connector
-    from geoweb.connectors.archive import harvest_archive
+    from geoweb.harvest.archive import harvest_archive
 
     context = get_current_context()
     context["archive"] = name  # names the mapped task in the UI

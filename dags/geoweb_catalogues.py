@@ -1,7 +1,8 @@
 """geoweb_catalogues: harvest every known CSW catalogue into PostGIS, then validate the services and files its
 records point to (the deep-web path).
 
-Wiring only: the harvest lives in ``geoweb.connectors.csw``, the crawl steps in ``geoweb.harvest.run``.
+Wiring only: the harvest and the crawl's seeds live in ``geoweb.harvest.catalogue``, the crawl steps in
+``geoweb.harvest.crawl``.
 """
 
 from __future__ import annotations
@@ -10,7 +11,12 @@ from datetime import UTC, datetime, timedelta
 
 from airflow.sdk import TriggerRule, dag, get_current_context, task
 
-from geoweb.harvest.params import CRAWL_RUN_PREFIX, CatalogueParams
+from geoweb.harvest.params import (
+    ALLOWED_HOSTS_VARIABLE,
+    CATALOGUES_VARIABLE,
+    CRAWL_RUN_PREFIX,
+    CatalogueParams,
+)
 from geoweb_airflow import (
     CRAWL_POOL,
     RUN_CONF,
@@ -21,15 +27,13 @@ from geoweb_airflow import (
     run_params,
 )
 
-CATALOGUES_VARIABLE = "geoweb_csw_catalogues"  # a JSON list of CSW endpoints to harvest besides those found
-
 DOC = f"""
 ### Harvest the CSW catalogues
 
 `catalogues` lists what to harvest: the run's `catalogues`, the Airflow Variable `{CATALOGUES_VARIABLE}` (a
 JSON list of endpoints, else the environment's `GEOWEB_CSW_CATALOGUES`, separated by commas) and every CSW
 the crawl has loaded into `resources`; with none of them the run does nothing and its log says which Variable
-to set. `allowed_hosts` left empty takes the Variable `geoweb_allowed_hosts`; the run reads its params and
+to set. `allowed_hosts` left empty takes the Variable `{ALLOWED_HOSTS_VARIABLE}`; the run reads its params and
 Variables once, in `catalogues`, so changing a Variable mid-run changes nothing in it. From the form, every field has
 its default: press Trigger. The run's **GeoWeb report** tab shows each catalogue's counts and the validation
 crawl's report. `harvest` runs once per catalogue: GetRecords page by page (Dublin Core
@@ -94,7 +98,8 @@ def harvest(url: str, conf: dict) -> dict:
     from airflow.sdk.exceptions import AirflowFailException
 
     from geoweb.connectors import ConfigError
-    from geoweb.connectors.csw import CSWConnector, harvest_catalogue
+    from geoweb.connectors.csw import CSWConnector
+    from geoweb.harvest.catalogue import harvest_catalogue
 
     context = get_current_context()
     context["catalogue"] = url  # names the mapped task in the UI
@@ -114,7 +119,7 @@ def harvest(url: str, conf: dict) -> dict:
 @task.short_circuit(trigger_rule=TriggerRule.ALL_DONE)  # one failed catalogue leaves the others' records
 def start_crawl(conf: dict) -> int:
     """Start the validation crawl of the records' service and file links; 0 (nothing to crawl) skips it."""
-    from geoweb.connectors.csw import start_catalogue_crawl
+    from geoweb.harvest.catalogue import start_catalogue_crawl
 
     params = CatalogueParams.from_conf(conf)
     run_id = _crawl_run_id(get_current_context()["dag_run"])
@@ -125,11 +130,11 @@ def start_crawl(conf: dict) -> int:
 @task
 def plan() -> list[int]:
     """The shards of the crawl's only level (max level 0)."""
-    from geoweb.harvest import run
+    import geoweb.harvest.crawl  # by its full name: this DAG's task crawl is another thing
 
     run_id, params = _crawl_run()
     with harvest_store() as store:
-        return run.plan_level(store, run_id, 0, params)
+        return geoweb.harvest.crawl.plan_level(store, run_id, 0, params)
 
 
 @task(pool=CRAWL_POOL, map_index_template=SHARD_LABEL)
@@ -143,11 +148,11 @@ def crawl(shard: int) -> dict:
 @task(trigger_rule=TriggerRule.NONE_FAILED)
 def finish_run() -> dict:
     """Log and store the crawl's report and mark it a success."""
-    from geoweb.harvest import run
+    import geoweb.harvest.crawl
 
     run_id, _ = _crawl_run()
     with harvest_store() as store:
-        return run.finish_run(store, run_id)
+        return geoweb.harvest.crawl.finish_run(store, run_id)
 
 
 def _mark_failed(context) -> None:

@@ -1,6 +1,6 @@
 """geoweb_crawl: crawl the web breadth-first from seed pages and load the resources found into PostGIS.
 
-Wiring only: the steps live in ``geoweb.harvest.run`` and the parameters in ``geoweb.harvest.params``.
+Wiring only: the steps live in ``geoweb.harvest.crawl`` and the parameters in ``geoweb.harvest.params``.
 """
 
 from __future__ import annotations
@@ -10,11 +10,16 @@ from datetime import UTC, datetime, timedelta
 
 from airflow.sdk import TriggerRule, dag, get_current_context, task
 
-from geoweb.harvest.params import MAX_LEVEL, HarvestParams
-from geoweb_airflow import (
+from geoweb.harvest.params import (
     ALLOWED_HOSTS_VARIABLE,
-    CRAWL_POOL,
+    MAX_LEVEL,
     POLICIES_VARIABLE,
+    PROVIDERS_VARIABLE,
+    SEEDS_VARIABLE,
+    HarvestParams,
+)
+from geoweb_airflow import (
+    CRAWL_POOL,
     SHARD_LABEL,
     connector_config,
     crawl_shard,
@@ -23,10 +28,6 @@ from geoweb_airflow import (
     url_policies,
     with_allowed_hosts,
 )
-
-# JSON lists of seed URLs and of search providers for runs whose conf names neither (scheduled runs)
-SEEDS_VARIABLE = "geoweb_seeds"
-PROVIDERS_VARIABLE = "geoweb_search_providers"
 
 log = logging.getLogger("geoweb.dags")
 
@@ -74,7 +75,7 @@ def _begin():
     from airflow.sdk import Variable
     from airflow.sdk.exceptions import AirflowFailException
 
-    from geoweb.harvest.params import InvalidParams
+    from geoweb.paramspec import InvalidParams
 
     context = get_current_context()
     conf = with_allowed_hosts(dict(context["params"]))
@@ -108,14 +109,14 @@ def _run(store):
 @task.short_circuit  # nothing to crawl: every later task is skipped
 def start_run() -> dict | None:
     """Begin (or resume) the run and add its seeds at level 0."""
-    from geoweb.harvest import run
+    from geoweb.harvest import crawl
 
     begun = _begin()
     if begun is None:
         return None
     run_id, params = begun
     with harvest_store() as store:
-        return {"seeds": len(params.seeds), "new": run.start_run(store, run_id, params)}
+        return {"seeds": len(params.seeds), "new": crawl.start_run(store, run_id, params)}
 
 
 @task
@@ -124,12 +125,12 @@ def seed_search() -> int:
     from airflow.sdk.exceptions import AirflowFailException
 
     from geoweb.connectors import ConfigError, QuotaExceeded
-    from geoweb.harvest import run
+    from geoweb.harvest import crawl
 
     with harvest_store() as store:
         run_id, params = _run(store)
         try:
-            return run.seed_search(store, run_id, params, connector_config)
+            return crawl.seed_search(store, run_id, params, connector_config)
         except (ConfigError, QuotaExceeded) as exc:  # retrying mends neither a missing key nor a spent quota
             raise AirflowFailException(str(exc)) from None
 
@@ -137,11 +138,11 @@ def seed_search() -> int:
 @task(trigger_rule=TriggerRule.NONE_FAILED)  # runs after an empty (skipped) level too
 def plan_level(level: int) -> list[int]:
     """The shards of the level with URLs to fetch: the map of the level's crawl tasks (empty: skipped)."""
-    from geoweb.harvest import run
+    from geoweb.harvest import crawl
 
     with harvest_store() as store:
         run_id, params = _run(store)
-        return run.plan_level(store, run_id, level, params)
+        return crawl.plan_level(store, run_id, level, params)
 
 
 @task(pool=CRAWL_POOL, map_index_template=SHARD_LABEL)
@@ -155,10 +156,10 @@ def crawl_level(level: int, shard: int) -> dict:
 @task(trigger_rule=TriggerRule.NONE_FAILED)
 def finish_run() -> dict:
     """Log the per-level report, store its plot with the run, and mark the run a success."""
-    from geoweb.harvest import run
+    from geoweb.harvest import crawl
 
     with harvest_store() as store:
-        return run.finish_run(store, get_current_context()["dag_run"].run_id)
+        return crawl.finish_run(store, get_current_context()["dag_run"].run_id)
 
 
 def _mark_failed(context) -> None:

@@ -1,6 +1,6 @@
 """geoweb_revisit: re-check the known resources that are due, at intervals adapted to how often each changes.
 
-Wiring only: the steps live in ``geoweb.revisit.run`` and the parameters in ``geoweb.revisit.params``.
+Wiring only: the steps live in ``geoweb.harvest.revisit`` and the parameters in ``geoweb.harvest.params``.
 """
 
 from __future__ import annotations
@@ -9,10 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 from airflow.sdk import TriggerRule, dag, get_current_context, task
 
-from geoweb.revisit.params import RevisitParams
+from geoweb.harvest.params import ALLOWED_HOSTS_VARIABLE, POLICIES_VARIABLE, RevisitParams
 from geoweb_airflow import (
     CRAWL_POOL,
-    POLICIES_VARIABLE,
     RUN_CONF,
     SHARD_LABEL,
     form_params,
@@ -38,7 +37,8 @@ failures in a row mark the resource dead (kept, checked at the maximum interval,
 URL-pattern policies from the Variable `{POLICIES_VARIABLE}` (else `GEOWEB_URL_POLICIES`) skip URLs or fix
 their interval. `summarize` logs checked, changed, unchanged, failed, newly dead and the next due check.
 From the form every field has its default (add `allowed_hosts` for resources on a local network; empty: the
-Variable `geoweb_allowed_hosts`; `plan` reads the params and Variables once for the whole run). The run's **GeoWeb report** tab counts its checks by outcome and lists what
+Variable `{ALLOWED_HOSTS_VARIABLE}`; `plan` reads the params and Variables once for the whole run). The run's
+**GeoWeb report** tab counts its checks by outcome and lists what
 changed or failed.
 """
 
@@ -47,7 +47,7 @@ def _settings(params, policies: str):
     """The run's settings; a bad policy list fails the task at once."""
     from airflow.sdk.exceptions import AirflowFailException
 
-    from geoweb.params import InvalidParams
+    from geoweb.paramspec import InvalidParams
     from geoweb.policy import InvalidPolicy, URLPolicies
     from geoweb.settings import Settings
 
@@ -68,25 +68,25 @@ def plan() -> list[list[int]]:
     """The due resources' ids, one list per shard of hosts (empty: nothing is due, the checks are skipped).
     The run's params and policies are read here once (a Variable changed during the run changes nothing in
     it), kept as the XCom ``conf``."""
-    from geoweb.revisit import run
+    from geoweb.harvest import revisit
 
     params, policies = run_params(RevisitParams), url_policies()
     settings = _settings(params, policies)
     get_current_context()["ti"].xcom_push(RUN_CONF, {"params": params.to_conf(), "policies": policies})
     with harvest_store() as store:
-        return run.plan_revisits(store, params, settings)
+        return revisit.plan_revisits(store, params, settings)
 
 
 @task(pool=CRAWL_POOL, map_index_template=SHARD_LABEL)
 def check(ids: list[int], conf: dict) -> dict:
     """Check one shard's resources; each check is saved as it ends."""
-    from geoweb.revisit import run
+    from geoweb.harvest import revisit
 
     context = get_current_context()
     context["shard_label"] = f"{len(ids)} resources"  # names the mapped task in the UI, with its hosts
     settings = _settings(RevisitParams.from_conf(conf["params"]), conf["policies"])
     with harvest_store() as store:
-        summary = run.check_resources(store, context["dag_run"].run_id, ids, settings)
+        summary = revisit.check_resources(store, context["dag_run"].run_id, ids, settings)
     if summary["hosts"]:
         context["shard_label"] = f"{len(ids)} resources on {hosts_label(summary['hosts'])}"
     return summary
@@ -95,10 +95,10 @@ def check(ids: list[int], conf: dict) -> dict:
 @task(trigger_rule=TriggerRule.NONE_FAILED)
 def summarize(summaries: list[dict]) -> dict:
     """Log the run's totals and when the next check is due."""
-    from geoweb.revisit import run
+    from geoweb.harvest import revisit
 
     with harvest_store() as store:
-        return run.summarize(store, summaries)
+        return revisit.summarize(store, summaries)
 
 
 @dag(

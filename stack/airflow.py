@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+from geoweb_airflow import CRAWL_POOL
 from stack import postgres, redis, supervisor
 from stack.airflow_api import ADMIN, PASSWORDS_FILE, AirflowClient, AirflowError
 from stack.layout import (
@@ -38,7 +39,7 @@ DAGS = REPO / "dags"
 PLUGINS = REPO / "plugins"
 JWT_SECRET_FILE = AIRFLOW_HOME / "jwt_secret"  # Airflow would generate a key too short for HS512
 MAIN_DAG = "geoweb_crawl"
-POOL = ("geoweb_crawl", 8, "Crawl shards of geoweb_crawl running at once, over all workers")
+POOL = (CRAWL_POOL, 8, "Crawl shards of geoweb_crawl running at once, over all workers")
 HEARTBEAT_TIMEOUT = 30  # s without a task heartbeat before the scheduler fails (and retries) the task
 START_TIMEOUT = 120.0  # the API server and scheduler answer after about 30 s on a busy 2-core machine
 

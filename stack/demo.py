@@ -13,7 +13,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 from geoweb.crawl import CrawlReport
-from geoweb.harvest.run import level_table
+from geoweb.harvest.crawl import level_table
+from geoweb.harvest.params import ALLOWED_HOSTS_VARIABLE, CATALOGUES_VARIABLE, SEEDS_VARIABLE
 from geoweb.store import Store
 from stack.airflow import MAIN_DAG
 from stack.airflow_api import ADMIN, AirflowClient, AirflowError, admin_password
@@ -36,9 +37,9 @@ def schedule_variables(manifest: dict) -> dict[str, list[str]]:
     """The Airflow Variables that make the scheduled runs harvest the test web: the weekly crawl its seeds,
     the daily catalogue harvest its pycsw, both on its loopback hosts."""
     return {
-        "geoweb_seeds": manifest["seeds"],
-        "geoweb_allowed_hosts": ["127.0.0.1"],
-        "geoweb_csw_catalogues": [catalogue.URL],
+        SEEDS_VARIABLE: manifest["seeds"],
+        ALLOWED_HOSTS_VARIABLE: ["127.0.0.1"],
+        CATALOGUES_VARIABLE: [catalogue.URL],
     }
 
 

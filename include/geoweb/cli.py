@@ -9,7 +9,6 @@ import json
 import logging
 import math
 import sys
-from collections import Counter
 from contextlib import nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
@@ -202,7 +201,7 @@ def _filter(args) -> int:
 
 
 def _add_revisit(commands) -> None:
-    from geoweb.revisit.params import RevisitParams
+    from geoweb.harvest.params import RevisitParams
 
     defaults = RevisitParams()
     revisit = commands.add_parser(
@@ -234,10 +233,10 @@ def _add_revisit(commands) -> None:
 
 def _revisit(args) -> int:
     """Plan and check in this process (one shard); each check is a JSON line, the summary goes to stderr."""
-    from geoweb.params import InvalidParams
+    from geoweb.harvest import revisit
+    from geoweb.harvest.params import RevisitParams
+    from geoweb.paramspec import InvalidParams
     from geoweb.policy import InvalidPolicy, URLPolicies
-    from geoweb.revisit import run
-    from geoweb.revisit.params import RevisitParams
     from geoweb.store import Store, StoreError
 
     conf = {"batch_size": args.batch_size, "dead_after": args.dead_after, "types": args.types, "shards": 1,
@@ -250,9 +249,9 @@ def _revisit(args) -> int:
         settings = params.settings(base)
         URLPolicies.from_setting(settings.url_policies)  # a bad policy file ends here, before any check
         with Store.from_env() as store:
-            ids = [i for shard in run.plan_revisits(store, params, settings) for i in shard]
-            summary = run.check_resources(store, run_id, ids, settings, _print_line)
-            print(run.table(run.summarize(store, [summary])), file=sys.stderr)
+            ids = [i for shard in revisit.plan_revisits(store, params, settings) for i in shard]
+            summary = revisit.check_resources(store, run_id, ids, settings, _print_line)
+            print(revisit.table(revisit.summarize(store, [summary])), file=sys.stderr)
     except (InvalidParams, InvalidPolicy, StoreError) as exc:
         print(f"geoweb revisit: {exc}", file=sys.stderr)
         return 1
@@ -264,6 +263,8 @@ def _print_line(record: dict) -> None:
 
 
 def _crawl(args) -> int:
+    from geoweb.crawl.jsonl import crawl_to_jsonl
+
     seeds = list(args.seed)
     if args.seeds_file:
         lines = args.seeds_file.read_text(encoding="utf-8").splitlines()
@@ -287,7 +288,7 @@ def _crawl(args) -> int:
         return 2
     out = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")  # noqa: SIM115
     try:
-        report = asyncio.run(run_crawl(seeds, settings, args.types, out))
+        report = asyncio.run(crawl_to_jsonl(seeds, settings, args.types, out))
     finally:
         if out is not sys.stdout:
             out.close()
@@ -382,33 +383,6 @@ def _print_records(command: str, name: str, overrides: dict, search) -> int:
         print(f"geoweb {command}: {exc}", file=sys.stderr)
         return 1
     return 0
-
-
-async def run_crawl(seeds, settings: Settings, types, out):
-    """Crawl with the default detectors and an in-process Bloom filter, writing JSON lines to ``out``."""
-    from geoweb.crawl import Crawler
-    from geoweb.dedup import BloomFilter
-    from geoweb.detect import load_detectors
-    from geoweb.fetch.fetcher import Fetcher
-
-    stats: Counter = Counter()
-
-    def write(page) -> None:
-        for resource in page.resources:
-            out.write(json.dumps(resource.to_record(), ensure_ascii=False) + "\n")
-        if page.resources:
-            out.flush()
-
-    async with Fetcher(settings, stats=stats) as fetcher:
-        crawler = Crawler(
-            fetcher.get,
-            load_detectors(),
-            settings=settings,
-            seen=BloomFilter(settings.expected_urls, settings.bloom_error_rate),
-            types=types,
-            stats=stats,
-        )
-        return await crawler.crawl(seeds, on_page=write)
 
 
 if __name__ == "__main__":

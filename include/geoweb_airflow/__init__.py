@@ -4,21 +4,21 @@
 
 from __future__ import annotations
 
+from geoweb.harvest.params import ALLOWED_HOSTS_VARIABLE, POLICIES_VARIABLE
+
 STORE_CONNECTION = "geoweb_db"  # the PostGIS database of harvest results
 CONNECTOR_CONNECTION = "geoweb_{name}"  # a connector's settings: extra (url, page_size...) and password (key)
-POLICIES_VARIABLE = "geoweb_url_policies"  # URL-pattern policies, a JSON list (docs/revisits.md)
-ALLOWED_HOSTS_VARIABLE = "geoweb_allowed_hosts"  # hosts on private addresses every DAG may fetch, a JSON list
 CRAWL_POOL = "geoweb_crawl"  # the Celery slots of every task that fetches from the web
 RUN_CONF = "conf"  # the XCom of a run's params as its first task read them, Variables resolved
 SHARD_LABEL = "{{ shard_label }}"  # a mapped crawl task's map_index_template: set by crawl_shard
 
 
 def form_params(params_class: type) -> dict:
-    """The trigger form's Params of a params dataclass (``geoweb.params``): defaults, descriptions, schemas
-    and sections from its fields."""
+    """The trigger form's Params of a params dataclass (``geoweb.harvest.params``): defaults, descriptions,
+    schemas and sections from its fields."""
     from airflow.sdk import Param
 
-    from geoweb.params import param_specs
+    from geoweb.paramspec import param_specs
 
     return {
         name: Param(default, description=description, **schema)
@@ -27,14 +27,14 @@ def form_params(params_class: type) -> dict:
 
 
 def run_params(params_class: type):
-    """The running task's params as ``params_class`` (``geoweb.params``): empty fields take their defaults,
+    """The running task's params as ``params_class`` (``geoweb.harvest.params``): empty fields take their defaults,
     empty allowed hosts the Variable's. A bad conf fails the task at once: retrying cannot mend it."""
     from dataclasses import fields
 
     from airflow.sdk import get_current_context
     from airflow.sdk.exceptions import AirflowFailException
 
-    from geoweb.params import InvalidParams
+    from geoweb.paramspec import InvalidParams
 
     conf = dict(get_current_context()["params"])
     if "allowed_hosts" in {f.name for f in fields(params_class)}:
@@ -119,15 +119,15 @@ def url_policies() -> str:
 
 
 def crawl_shard(store, run_id: str, level: int, shard: int, params) -> dict:
-    """Crawl one shard of a level (``geoweb.harvest.run.crawl_shard``) in a mapped task, naming the task in the
+    """Crawl one shard of a level (``geoweb.harvest.crawl.crawl_shard``) in a mapped task, naming the task in the
     UI by its shard and, once known, its hosts (the task's map_index_template is SHARD_LABEL)."""
     from airflow.sdk import get_current_context
 
-    from geoweb.harvest import run
+    from geoweb.harvest import crawl
 
     context = get_current_context()
     context["shard_label"] = f"shard {shard}"  # the name if the crawl fails before its hosts are known
-    summary = run.crawl_shard(store, run_id, level, shard, params)
+    summary = crawl.crawl_shard(store, run_id, level, shard, params)
     context["shard_label"] = shard_label(shard, summary.get("hosts", []))
     return summary
 

@@ -16,7 +16,8 @@ from importlib.resources import files
 import pytest
 
 from geoweb.connectors import ConfigError, ConnectorError, load_connector
-from geoweb.connectors.archive import Scene, harvest_archive
+from geoweb.connectors.archive import Scene
+from geoweb.harvest.archive import harvest_archive
 from geoweb.store import Store
 from tests.standins.archive import TAIPEI, NSPOStandin, STACStandin, make_scenes
 

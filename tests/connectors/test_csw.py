@@ -13,14 +13,9 @@ from datetime import UTC, datetime
 import pytest
 
 from geoweb.connectors import ConnectorError, Record
-from geoweb.connectors.csw import (
-    CSWConnector,
-    catalogue_seeds,
-    harvest_catalogue,
-    source_name,
-    start_catalogue_crawl,
-)
-from geoweb.harvest import run
+from geoweb.connectors.csw import CSWConnector, source_name
+from geoweb.harvest import crawl
+from geoweb.harvest.catalogue import catalogue_seeds, harvest_catalogue, start_catalogue_crawl
 from geoweb.harvest.params import HarvestParams
 from geoweb.store import Store
 from tests.integration.conftest import testweb  # noqa: F401  (the fixture that starts the test web)
@@ -156,9 +151,9 @@ def validate(store: Store, run_id: str) -> dict:
     """The rest of the DAG's validation crawl of a begun run: its one level, then finish_run."""
     params = HarvestParams.from_conf(store.run_conf(run_id))
     assert params.max_level == 0
-    for shard in run.plan_level(store, run_id, 0, params):
-        run.crawl_shard(store, run_id, 0, shard, params)
-    return run.finish_run(store, run_id)
+    for shard in crawl.plan_level(store, run_id, 0, params):
+        crawl.crawl_shard(store, run_id, 0, shard, params)
+    return crawl.finish_run(store, run_id)
 
 
 def test_the_catalogue_leads_the_crawl_to_what_no_page_links(store, manifest):

@@ -16,7 +16,8 @@ import pytest
 from aiohttp import web
 
 from geoweb.connectors import ConnectorError, Record
-from geoweb.connectors.csw import CSWConnector, catalogue_seeds, harvest_catalogue, iso_record, parse_page
+from geoweb.connectors.csw import CSWConnector, iso_record, parse_page
+from geoweb.harvest.catalogue import catalogue_seeds, harvest_catalogue
 from geoweb.store import Store
 from geoweb.xmlsafe import parse_xml
 from tests.standins.server import Standin

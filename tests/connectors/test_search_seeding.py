@@ -16,8 +16,8 @@ import psycopg2
 import pytest
 
 from geoweb.connectors import ConnectorError, QuotaExceeded
+from geoweb.harvest.crawl import seed_search, start_run
 from geoweb.harvest.params import HarvestParams
-from geoweb.harvest.run import seed_search, start_run
 from geoweb.store import Store
 from tests.standins.ckan import CKANStandin, package
 from tests.standins.datagov import KEY, DataGovStandin, geospatial_dataset

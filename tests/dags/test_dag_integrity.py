@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from geoweb.harvest.params import MAX_LEVEL, ArchiveParams, CatalogueParams, HarvestParams, InvalidParams
-from geoweb.revisit.params import RevisitParams
+from geoweb.harvest.params import MAX_LEVEL, ArchiveParams, CatalogueParams, HarvestParams, RevisitParams
+from geoweb.paramspec import InvalidParams
 
 DAGS = Path(__file__).parents[2] / "dags"
 SEED = "https://example.org/maps/"
@@ -40,8 +40,8 @@ print(json.dumps({"dags": sorted(bag.dags), "errors": bag.import_errors, "attemp
 """
 # What parsing may import of the library: the parameters and what they are made of, nothing that fetches.
 PARSE_TIME_MODULES = {
-    "geoweb", "geoweb.errors", "geoweb.harvest", "geoweb.harvest.params", "geoweb.models", "geoweb.params", "geoweb.settings",
-    "geoweb.revisit", "geoweb.revisit.params",
+    "geoweb", "geoweb.errors", "geoweb.harvest", "geoweb.harvest.params", "geoweb.models", "geoweb.paramspec",
+    "geoweb.settings",
 }  # fmt: skip
 
 

@@ -2,8 +2,9 @@
 
 import pytest
 
-from geoweb.harvest.params import MAX_LEVEL, HarvestParams, InvalidParams, param_specs
+from geoweb.harvest.params import MAX_LEVEL, HarvestParams
 from geoweb.models import ALL_TYPES
+from geoweb.paramspec import InvalidParams, param_specs
 from geoweb.settings import Settings
 
 SEED = "https://example.org/maps/"
@@ -15,9 +16,9 @@ def test_defaults_and_json_round_trip():
     assert params.keywords == () and params.search_providers == ()
     assert HarvestParams.from_conf(params.to_conf()) == params
     # the DAG's form defaults are the dataclass defaults, in JSON
-    defaults = {name: default for name, default, _, _ in param_specs()}
+    defaults = {name: default for name, default, _, _ in param_specs(HarvestParams)}
     assert defaults == HarvestParams(seeds=()).to_conf()
-    assert all(description for _, _, description, _ in param_specs())
+    assert all(description for _, _, description, _ in param_specs(HarvestParams))
 
 
 def test_settings_carry_scope_and_politeness_and_always_obey_robots():

@@ -17,10 +17,10 @@ import psycopg2
 import pytest
 from psycopg2.extras import execute_values
 
-from geoweb.cli import run_crawl
 from geoweb.crawl.engine import Page
+from geoweb.crawl.jsonl import crawl_to_jsonl
+from geoweb.harvest.crawl import crawl_shard, finish_run, plan_level, start_run
 from geoweb.harvest.params import MAX_LEVEL, HarvestParams
-from geoweb.harvest.run import crawl_shard, finish_run, plan_level, start_run
 from geoweb.links.priority import Link, RecordedLink, apply_budget, recall_curve
 from geoweb.store import Store, shard_of
 from tests.harvest.web import LoopbackWeb
@@ -190,7 +190,7 @@ def test_the_run_summary_holds_the_curve_of_the_in_process_crawl(postgis_dsn, we
             "shards": 4, "link_budget": 0.5}  # fmt: skip
     params = HarvestParams.from_conf(conf)
     out = io.StringIO()
-    report = asyncio.run(run_crawl(list(params.seeds), params.settings(), params.types, out))
+    report = asyncio.run(crawl_to_jsonl(list(params.seeds), params.settings(), params.types, out))
     records = [json.loads(line) for line in out.getvalue().splitlines()]
     run_id = f"curve-{uuid.uuid4().hex[:8]}"
     with Store(postgis_dsn) as store:

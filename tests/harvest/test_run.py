@@ -13,10 +13,10 @@ from collections import Counter
 import psycopg2
 import pytest
 
-from geoweb.cli import run_crawl
+from geoweb.crawl.jsonl import crawl_to_jsonl
+from geoweb.harvest.crawl import crawl_shard, finish_run, plan_level, start_run
 from geoweb.harvest.pagebuffer import COMMIT_PAGES
 from geoweb.harvest.params import MAX_LEVEL, HarvestParams
-from geoweb.harvest.run import crawl_shard, finish_run, plan_level, start_run
 from geoweb.store import Store, shard_of
 from tests.harvest.web import LIST_SIZE, LoopbackWeb
 
@@ -64,7 +64,7 @@ def params(web) -> HarvestParams:
 def reference(web, params):
     """A plain in-process crawl of the same web with the same settings: its records and report."""
     out = io.StringIO()
-    report = asyncio.run(run_crawl(list(params.seeds), params.settings(), params.types, out))
+    report = asyncio.run(crawl_to_jsonl(list(params.seeds), params.settings(), params.types, out))
     return [json.loads(line) for line in out.getvalue().splitlines()], report
 
 

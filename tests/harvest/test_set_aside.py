@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import uuid
 
+from geoweb.harvest.crawl import crawl_shard, finish_run, plan_level, start_run
 from geoweb.harvest.params import HarvestParams
-from geoweb.harvest.run import crawl_shard, finish_run, plan_level, start_run
 from geoweb.settings import Settings
 from geoweb.store import Store
 from tests.hostile.servers import HostileServer, PagesServer

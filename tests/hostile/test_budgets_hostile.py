@@ -6,7 +6,7 @@ import io
 import json
 import time
 
-from geoweb.cli import run_crawl
+from geoweb.crawl.jsonl import crawl_to_jsonl
 from geoweb.settings import Settings
 from tests.hostile.servers import HostileServer, PagesServer, loopback_settings
 
@@ -28,7 +28,7 @@ def crawl(hostile: HostileServer, paths: list[str], **settings):
         out = io.StringIO()
         started = time.monotonic()
         report = asyncio.run(
-            run_crawl(
+            crawl_to_jsonl(
                 [site.url("/")], loopback_settings(hostile, site, max_level=1, **settings), ["KML"], out
             )
         )

@@ -8,7 +8,7 @@ import logging
 import time
 import zipfile
 
-from geoweb.cli import run_crawl
+from geoweb.crawl.jsonl import crawl_to_jsonl
 from tests.hostile.servers import CAPABILITIES, HostileServer, PagesServer, loopback_settings
 
 KML = b"""<?xml version="1.0"?><kml xmlns="http://www.opengis.net/kml/2.2"><Document><name>Good</name>
@@ -64,7 +64,7 @@ def test_a_crawl_survives_every_hostile_link_and_keeps_the_good_ones(caplog):
             out = io.StringIO()
             started = time.monotonic()
             with caplog.at_level(logging.INFO):
-                report = asyncio.run(run_crawl([site.url("/")], settings, ["KML", "WMS", "WFS"], out))
+                report = asyncio.run(crawl_to_jsonl([site.url("/")], settings, ["KML", "WMS", "WFS"], out))
             seconds = time.monotonic() - started
         assert "/ok" not in hostile.paths()  # robots.txt held
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from geoweb.cli import run_crawl
+from geoweb.crawl.jsonl import crawl_to_jsonl
 from geoweb.detect.ogcapi import OGCAPIDetector
 from geoweb.errors import ConnectionFailed
 from geoweb.models import OGCAPI_TYPES
@@ -204,7 +204,7 @@ def test_a_crawl_through_hostile_apis_finds_the_good_one(caplog):
         out = io.StringIO()
         with caplog.at_level(logging.INFO):
             report = asyncio.run(
-                run_crawl([site.url("/")], loopback_settings(site, max_level=1), OGCAPI_TYPES, out)
+                crawl_to_jsonl([site.url("/")], loopback_settings(site, max_level=1), OGCAPI_TYPES, out)
             )
         requested = list(site.seen)
     records = [json.loads(line) for line in out.getvalue().splitlines()]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from geoweb.cli import run_crawl
+from geoweb.crawl.jsonl import crawl_to_jsonl
 from geoweb.harvest.params import HarvestParams, InvalidParams
 from geoweb.links.extract import MAX_ANCHOR, extract_links
 from geoweb.links.priority import LinkScorer, RecordedLink, recall_curve
@@ -86,7 +86,7 @@ def test_a_page_of_100k_links_is_scored_and_budgeted(tmp_path):
         )  # fmt: skip
         try:
             with (tmp_path / "out.jsonl").open("w") as out:
-                return await run_crawl([f"http://127.0.0.1:{port}/"], settings, ["WMS"], out)
+                return await crawl_to_jsonl([f"http://127.0.0.1:{port}/"], settings, ["WMS"], out)
         finally:
             await runner.cleanup()
 

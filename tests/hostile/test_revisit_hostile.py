@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from geoweb.detect.ogc import read_capabilities
+from geoweb.harvest.revisit import check_resources
 from geoweb.models import ALL_TYPES, Resource
-from geoweb.revisit.run import check_resources
 from geoweb.semantic import tag_datasets
 from geoweb.settings import Settings
 from geoweb.store import Store

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from geoweb.cli import run_crawl
+from geoweb.crawl.jsonl import crawl_to_jsonl
 from geoweb.detect.stac import STACDetector
 from geoweb.settings import Settings
 from tests.data.files.make_fixtures import LoopbackFetch, context, response
@@ -268,7 +268,7 @@ def test_a_crawl_through_hostile_stac_keeps_the_good_catalog(caplog):
     pages = {"/": ("text/html", b"<html><body>" + seed + b"</body></html>"), **good, **hostile}
     with PagesServer(pages) as site, caplog.at_level(logging.INFO):
         out = io.StringIO()
-        report = asyncio.run(run_crawl([site.url("/")], loopback_settings(site, max_level=1), ALL, out))
+        report = asyncio.run(crawl_to_jsonl([site.url("/")], loopback_settings(site, max_level=1), ALL, out))
     found = {(r["url"].split("/", 3)[3], r["type"]) for r in map(json.loads, out.getvalue().splitlines())}
     assert found == {("good/catalog.json", "STAC"), ("point.geojson", "GEOJSON")}
     stats = report.stats

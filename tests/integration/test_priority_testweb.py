@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from geoweb.cli import run_crawl
+from geoweb.crawl.jsonl import crawl_to_jsonl
 from geoweb.crawl.report import CrawlReport
 from geoweb.models import ALL_TYPES
 from geoweb.settings import Settings
@@ -22,7 +22,7 @@ MAX_LEVEL = 5
 def crawl(manifest: dict, **settings) -> tuple[set[tuple[str, str]], CrawlReport]:
     s = Settings(max_level=MAX_LEVEL, allowed_hosts=frozenset({"127.0.0.1"}), **settings)
     out = io.StringIO()
-    report = asyncio.run(run_crawl(manifest["seeds"], s, ALL_TYPES, out))
+    report = asyncio.run(crawl_to_jsonl(manifest["seeds"], s, ALL_TYPES, out))
     return {(r["url"], r["type"]) for r in map(json.loads, out.getvalue().splitlines())}, report
 
 

@@ -12,11 +12,10 @@ import pytest
 
 from geoweb.cli import main
 from geoweb.detect.ogc.common import capabilities_url
-from geoweb.harvest import run as harvest
-from geoweb.harvest.params import HarvestParams
+from geoweb.harvest.crawl import crawl_shard, plan_level, start_run
+from geoweb.harvest.params import HarvestParams, RevisitParams
+from geoweb.harvest.revisit import check_resources, plan_revisits, summarize
 from geoweb.models import ALL_TYPES, OGC_TYPES
-from geoweb.revisit import run
-from geoweb.revisit.params import RevisitParams
 from geoweb.settings import Settings
 from geoweb.store import Store
 from tests.hostile.servers import PagesServer
@@ -40,9 +39,9 @@ def crawl(store: Store, run_id: str, seeds: list[str], allowed: list[str]) -> No
     params = HarvestParams.from_conf(
         {"seeds": seeds, "max_level": 0, "allowed_hosts": allowed, "shards": 1, "types": TYPES}
     )
-    harvest.start_run(store, run_id, params)
-    for shard in harvest.plan_level(store, run_id, 0, params):
-        harvest.crawl_shard(store, run_id, 0, shard, params)
+    start_run(store, run_id, params)
+    for shard in plan_level(store, run_id, 0, params):
+        crawl_shard(store, run_id, 0, shard, params)
 
 
 def revisit(store: Store, allowed: list[str]) -> list[dict]:
@@ -51,10 +50,10 @@ def revisit(store: Store, allowed: list[str]) -> list[dict]:
     settings = params.settings(Settings.from_env(revisit_initial_interval=1e-6))
     lines: list[dict] = []
     summaries = [
-        run.check_resources(store, "revisit-test", ids, settings, lines.append)
-        for ids in run.plan_revisits(store, params, settings)
+        check_resources(store, "revisit-test", ids, settings, lines.append)
+        for ids in plan_revisits(store, params, settings)
     ]
-    assert run.summarize(store, summaries)["checked"] == len(lines)
+    assert summarize(store, summaries)["checked"] == len(lines)
     return lines
 
 

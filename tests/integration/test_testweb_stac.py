@@ -10,7 +10,7 @@ import logging
 
 import pytest
 
-from geoweb.cli import run_crawl
+from geoweb.crawl.jsonl import crawl_to_jsonl
 from geoweb.detect.stac import Node, api_datasets
 from geoweb.fetch.fetcher import Fetcher
 from geoweb.settings import Settings
@@ -35,7 +35,7 @@ def crawl(testweb, access_logs):
     out = io.StringIO()
     access_logs.settle()  # requests of earlier tests still in lighttpd's buffer stay before the mark
     mark = access_logs.mark()
-    asyncio.run(run_crawl(list(SEEDS), settings, FAMILY, out))
+    asyncio.run(crawl_to_jsonl(list(SEEDS), settings, FAMILY, out))
     requests = [r for r in access_logs.since(mark) if "GeoWebHarvester" in r.user_agent]
     return [json.loads(line) for line in out.getvalue().splitlines()], requests
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from geoweb.harvest.revisit import Schedule
 from geoweb.models import Dataset
 from geoweb.revisit.models import CheckResult, Due
-from geoweb.revisit.schedule import Schedule
 from tests.store.pages import page, wms
 
 H = 3600.0

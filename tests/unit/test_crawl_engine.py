@@ -6,7 +6,7 @@ from collections import Counter
 
 from aiohttp import web
 
-from geoweb.cli import run_crawl
+from geoweb.crawl.jsonl import crawl_to_jsonl
 from geoweb.settings import Settings
 
 KML = b"""<?xml version="1.0" encoding="UTF-8"?>
@@ -64,7 +64,7 @@ def crawl(settings: Settings, tmp_path):
         out = (tmp_path / "out.jsonl").open("w")
         try:
             s = settings.with_(allowed_hosts=frozenset({f"127.0.0.1:{port}"}))
-            report = await run_crawl([f"http://127.0.0.1:{port}/"], s, ["KML"], out)
+            report = await crawl_to_jsonl([f"http://127.0.0.1:{port}/"], s, ["KML"], out)
         finally:
             out.close()
             await runner.cleanup()

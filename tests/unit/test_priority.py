@@ -8,7 +8,7 @@ import math
 import pytest
 from aiohttp import web
 
-from geoweb.cli import run_crawl
+from geoweb.crawl.jsonl import crawl_to_jsonl
 from geoweb.crawl.report import CrawlReport, LevelStats
 from geoweb.links.priority import (
     DEPTH_WEIGHT,
@@ -196,7 +196,7 @@ def crawl_site(tmp_path, **settings) -> tuple[list[str], CrawlReport]:
         s = s.with_(allowed_hosts=frozenset({f"127.0.0.1:{port}"}))
         try:
             with (tmp_path / "out.jsonl").open("w") as out:
-                return await run_crawl([f"http://127.0.0.1:{port}/"], s, ["WMS"], out)
+                return await crawl_to_jsonl([f"http://127.0.0.1:{port}/"], s, ["WMS"], out)
         finally:
             await runner.cleanup()
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from geoweb.harvest.params import RevisitParams
+from geoweb.harvest.recheck import fingerprint, recheck_url
+from geoweb.harvest.revisit import Schedule
 from geoweb.models import Dataset, Resource
-from geoweb.params import InvalidParams
-from geoweb.revisit.check import fingerprint, recheck_url
+from geoweb.paramspec import InvalidParams
 from geoweb.revisit.models import Due
-from geoweb.revisit.params import RevisitParams
-from geoweb.revisit.schedule import Schedule, ScheduleState
+from geoweb.revisit.schedule import ScheduleState
 
 H = 3600.0
 SCHEDULE = Schedule(min_interval=1 * H, max_interval=64 * H, dead_after=3)

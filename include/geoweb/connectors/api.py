@@ -10,7 +10,6 @@ from __future__ import annotations
 import html
 import json
 import logging
-import math
 import os
 import re
 import time
@@ -226,7 +225,7 @@ class APIConnector(Connector):
             raise ConfigError(
                 f"{self.name}: setting url must be an http(s) URL (GEOWEB_{self.name.upper()}_URL)"
             )
-        self.page_size = self._number("page_size", int, self.page_size, 1, self.max_page_size)
+        self.page_size = self.number_setting("page_size", int, self.page_size, 1, self.max_page_size)
         defaults = Settings.from_env()
         headers = {"User-Agent": defaults.user_agent, "Accept": "application/json"}
         key = str(self.config.get("key") or "").strip()
@@ -235,10 +234,13 @@ class APIConnector(Connector):
         if key and self.key_header:
             headers[self.key_header] = key
         self.client = self.make_client(
-            timeout=(defaults.connect_timeout, self._number("timeout", float, defaults.read_timeout, 0.001)),
+            timeout=(
+                defaults.connect_timeout,
+                self.number_setting("timeout", float, defaults.read_timeout, 0.001),
+            ),
             total_timeout=defaults.total_timeout,
             max_bytes=defaults.max_body_bytes,
-            retries=self._number("retries", int, defaults.retries, 0, 10),
+            retries=self.number_setting("retries", int, defaults.retries, 0, 10),
             backoff=defaults.retry_backoff,
             max_wait=defaults.max_retry_after,
             headers=headers,
@@ -255,18 +257,3 @@ class APIConnector(Connector):
         """The connector's JSONClient; a connector whose API reports errors or limits its own way adds
         ``quota_statuses``, ``hints`` or ``pace`` here."""
         return JSONClient(self.source, **options)
-
-    def _number(self, setting: str, kind: type, default: Any, low: float, high: float | None = None) -> Any:
-        raw = self.config.get(setting)
-        if raw is None or raw == "":
-            return default
-        try:
-            value = kind(raw)
-        except (TypeError, ValueError):
-            value = math.nan
-        if not math.isfinite(value):
-            raise ConfigError(f"{self.name}: setting {setting} must be a number, not {raw!r}")
-        if value < low or (high is not None and value > high):
-            limit = f"{low} to {high}" if high is not None else f"at least {low}"
-            raise ConfigError(f"{self.name}: setting {setting} must be {limit}, not {raw!r}")
-        return value

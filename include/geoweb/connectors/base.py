@@ -8,6 +8,7 @@ errors. Records whose links point at services or files go back to the crawl as c
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -83,6 +84,25 @@ class Connector(ABC):
         if missing:
             raise ConfigError(f"{self.name}: missing setting(s) {', '.join(missing)}")
         self.config = dict(config)
+
+    def number_setting(
+        self, setting: str, kind: type[int] | type[float], default: Any, low: float, high: float | None = None
+    ) -> Any:
+        """The config's ``setting`` as a ``kind`` from ``low`` to ``high`` (numbers from the environment come
+        as text); ``default`` when it is absent or empty. ConfigError names the connector and the setting."""
+        raw = self.config.get(setting)
+        if raw is None or raw == "":
+            return default
+        try:
+            value = math.nan if isinstance(raw, bool) else kind(raw)
+        except (TypeError, ValueError):
+            value = math.nan
+        if not math.isfinite(value):
+            raise ConfigError(f"{self.name}: setting {setting} must be a number, not {raw!r}")
+        if value < low or (high is not None and value > high):
+            limit = f"{low} to {high}" if high is not None else f"at least {low}"
+            raise ConfigError(f"{self.name}: setting {setting} must be {limit}, not {raw!r}")
+        return value
 
     @abstractmethod
     def records(self, **query: Any) -> Iterator[Record]:

@@ -1,21 +1,18 @@
 """OGC CSW catalogues: GetRecords page by page, Dublin Core or ISO 19139, incremental by modification date.
 
-Requests are KVP GETs through the crawl's fetcher (``SyncFetcher``): the address guard, size caps, retries
-and the broken gzip of pycsw 2.6 are handled there, and a catalogue the crawl discovered is a stranger's
-server like any other. Every answer is parsed with ``geoweb.xmlsafe``.
-
-``harvest_catalogue`` loads one catalogue into the store: each page is committed as it arrives, records gone
-from a complete full harvest are withdrawn, and a failed or partial harvest withdraws nothing.
+Requests are KVP GETs through the crawl's fetcher (``geoweb.connectors.syncfetch``): the address guard, size
+caps, retries and the broken gzip of pycsw 2.6 are handled there, and a catalogue the crawl discovered is a
+stranger's server like any other. Every answer is parsed with ``geoweb.xmlsafe``. Loading a catalogue into
+the store is ``geoweb.harvest.catalogue``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from datetime import UTC, datetime
+from typing import Any
 from urllib.parse import urlencode
 
 from lxml import etree
@@ -23,22 +20,14 @@ from owslib import ows
 from owslib.catalogue.csw2 import CswRecord
 from owslib.iso import MD_Metadata
 
-from geoweb.connectors.base import ConfigError, Connector, ConnectorError, Link, QuotaExceeded, Record
-from geoweb.connectors.candidates import candidates
+from geoweb.connectors.base import ConfigError, Connector, ConnectorError, Link, Record
+from geoweb.connectors.syncfetch import SyncFetcher
 from geoweb.detect.ogc.common import OGCExceptionReport, clean, lat_first, listed_bbox, with_query
 from geoweb.detect.ogc.csw import search_results
-from geoweb.errors import FetchError, GeowebError
-from geoweb.fetch.fetcher import Fetcher
-from geoweb.fetch.response import Response
-from geoweb.harvest import run
-from geoweb.harvest.params import CRAWL_RUN_PREFIX, HarvestParams, param_specs
-from geoweb.links.filters import URLFilters
+from geoweb.errors import GeowebError
 from geoweb.models import BBox, union_bbox
 from geoweb.settings import Settings
 from geoweb.xmlsafe import parse_xml
-
-if TYPE_CHECKING:
-    from geoweb.store import Store
 
 log = logging.getLogger("geoweb.connectors.csw")
 
@@ -64,49 +53,6 @@ ISO_RECORDS = frozenset({"MD_Metadata", "MI_Metadata"})
 DEFAULT_PAGE_SIZE = 100
 DEFAULT_TIMEOUT = 120.0  # seconds for one page
 DEFAULT_MAX_PAGES = 10_000
-DEFAULT_FULL_EVERY = timedelta(days=7)  # incremental harvests cannot see deletions; a full one can
-# the most seeds one crawl run takes (its seeds param's limit)
-MAX_SEEDS = next(schema["maxItems"] for name, _, _, schema in param_specs() if name == "seeds")
-
-
-# --- fetching ----------------------------------------------------------------------------------------------
-
-
-class SyncFetcher:
-    """The crawl's ``Fetcher`` for synchronous paging: one event loop and one connection pool for a whole
-    harvest. ``get`` returns a complete 2xx answer or raises ConnectorError naming the source and the page."""
-
-    def __init__(self, settings: Settings, source: str):
-        self.settings = settings
-        self.source = source
-        self._runner = asyncio.Runner()
-        self._fetcher = Fetcher(settings)
-
-    def __enter__(self) -> SyncFetcher:
-        self._runner.run(self._fetcher.__aenter__())
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        try:
-            self._runner.run(self._fetcher.__aexit__(None, None, None))
-        finally:
-            self._runner.close()
-
-    def get(self, url: str, what: str) -> Response:
-        try:
-            response = self._runner.run(self._fetcher.get(url, max_bytes=self.settings.max_xml_bytes))
-        except FetchError as exc:
-            raise ConnectorError(f"{self.source}: {what}: {exc.user_msg} ({exc.reason}: {exc})") from None
-        if response.status in (403, 429):
-            raise QuotaExceeded(f"{self.source}: {what}: refused with HTTP {response.status}")
-        if response.status >= 400:
-            raise ConnectorError(f"{self.source}: {what}: HTTP {response.status}")
-        if not response.complete:
-            raise ConnectorError(
-                f"{self.source}: {what}: the answer was cut short (over {self.settings.max_xml_bytes} bytes, "
-                "or the connection broke)"
-            )
-        return response
 
 
 def parse_time(value: str | None) -> datetime | None:
@@ -266,9 +212,9 @@ class CSWConnector(Connector):
         self.schema = str(config.get("schema") or "dc")
         if self.schema not in SCHEMAS:
             raise ConfigError(f"csw: schema must be one of {', '.join(SCHEMAS)}, not {self.schema!r}")
-        self.page_size = _number(config, "page_size", int, DEFAULT_PAGE_SIZE)
-        self.max_pages = _number(config, "max_pages", int, DEFAULT_MAX_PAGES)
-        timeout = _number(config, "timeout", float, DEFAULT_TIMEOUT)
+        self.page_size = self.number_setting("page_size", int, DEFAULT_PAGE_SIZE, 1)
+        self.max_pages = self.number_setting("max_pages", int, DEFAULT_MAX_PAGES, 1)
+        timeout = self.number_setting("timeout", float, DEFAULT_TIMEOUT, 0.001)
         hosts = config.get("allowed_hosts") or ()
         hosts = hosts.split(",") if isinstance(hosts, str) else hosts
         # a slow catalogue may stay silent while it builds a page: the read timeout is the page's
@@ -354,119 +300,3 @@ class CSWConnector(Connector):
 def source_name(url: str) -> str:
     """The store's name of the catalogue at ``url``."""
     return f"csw:{url}"
-
-
-def _number(config: Mapping[str, Any], key: str, kind: type, default: Any) -> Any:
-    """A positive number setting (numbers from the environment come as text)."""
-    raw = config.get(key)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = kind(raw)
-    except (TypeError, ValueError):
-        value = None
-    if isinstance(raw, bool) or value is None or not value > 0:
-        raise ConfigError(f"csw: setting {key} must be a positive number, not {raw!r}")
-    return value
-
-
-# --- the harvest -------------------------------------------------------------------------------------------
-
-
-def harvest_catalogue(
-    store: Store, connector: CSWConnector, *, full_every: timedelta = DEFAULT_FULL_EVERY, full: bool = False
-) -> dict[str, Any]:
-    """Load the catalogue's records into the store, page by page; returns the counts.
-
-    Incremental from the source's watermark, unless ``full`` or the last complete full harvest is older than
-    ``full_every``. Only a full harvest that ends normally with every matched record received withdraws the
-    records it did not see. A failure is recorded with the source and raised: pages already committed stay,
-    nothing is withdrawn and the watermark does not move."""
-    with store.harvesting(connector.source, "csw", connector.url) as harvest:
-        state = harvest.state
-        if not full and state.watermark is not None and state.last_full_harvest is not None:
-            full = datetime.now(UTC) - state.last_full_harvest >= full_every
-        since = None if full or state.watermark is None else state.watermark
-        counts = harvest.counts
-        counts |= dict.fromkeys(("pages", "received", "new", "updated", "unchanged", "refused", "skipped",
-                                 "duplicates", "withdrawn"), 0)  # fmt: skip
-        seen: set[str] = set()
-        for page in connector.pages(since):  # at least one page, or an error
-            for key, value in store.upsert_records(connector.source, page.records).items():
-                counts[key] += value
-            counts["pages"] += 1
-            counts["received"] += page.returned
-            counts["skipped"] += page.skipped
-            counts["duplicates"] += page.duplicates
-            seen.update(r.identifier for r in page.records)
-            harvest.advance(r.modified for r in page.records)
-        complete = page.last and len(seen) + counts["skipped"] >= page.matched
-        counts |= {
-            "matched": page.matched,
-            "mode": "incremental" if page.incremental else "full",
-            "complete": complete,
-        }
-        if counts["mode"] == "full" and complete:
-            counts["withdrawn"] = store.mark_withdrawn(connector.source, seen)
-            harvest.full = True
-        elif counts["mode"] == "full":
-            log.warning(
-                "%s: full harvest incomplete (%d of %d records): nothing withdrawn",
-                connector.source, len(seen), counts["matched"],
-            )  # fmt: skip
-    log.info("%s harvested: %s", connector.source, counts)
-    return counts
-
-
-# --- the deep-web path -------------------------------------------------------------------------------------
-
-
-def catalogue_seeds(store: Store, kind: str = "csw", *, everything: bool = False) -> dict[str, str]:
-    """The crawl's seeds from the catalogues of a kind: every link of an active record that looks like a
-    service or a file (``candidates``), spelled as the crawl spells URLs, with its catalogue's URL; each URL
-    once (the first catalogue by URL keeps it), in order. Unless ``everything``, a link an earlier catalogue
-    crawl fetched after its record last changed is left out: what it proved is re-checked by the revisits."""
-    filters = URLFilters.from_settings(Settings.from_env())
-    validated = {} if everything else store.validated_seeds(CRAWL_RUN_PREFIX)
-    seeds: dict[str, str] = {}
-    unchanged = 0
-    for catalogue, links, changed_at in store.active_record_links(kind):
-        offered = [
-            Link(link["url"], protocol=link.get("protocol"), name=link.get("name"))
-            for link in links
-            if isinstance(link, dict) and isinstance(link.get("url"), str)
-        ]
-        for url in candidates(offered):
-            seed = filters(url)
-            if seed is None:
-                continue
-            if seed in validated and validated[seed] >= changed_at:
-                unchanged += 1
-                continue
-            seeds.setdefault(seed, catalogue)
-    if unchanged:
-        log.info(
-            "%d catalogue links validated since their record last changed are not crawled again", unchanged
-        )
-    return seeds
-
-
-def start_catalogue_crawl(
-    store: Store, run_id: str, conf: Mapping[str, Any], kind: str = "csw", *, everything: bool = False
-) -> int:
-    """Begin (or resume) the crawl of the catalogues' candidate links: ``conf`` is the crawl's (a
-    ``HarvestParams`` conf without seeds), the seeds are ``catalogue_seeds`` at level 0 with their catalogue as
-    source page, and max_level is 0: the detectors validate each link, nothing beyond it is followed. The run
-    id must start with ``CRAWL_RUN_PREFIX``. Returns the number of seeds (0: no run is begun)."""
-    seeds = catalogue_seeds(store, kind, everything=everything)
-    if not seeds:
-        log.info("run %s: the catalogues offer no service or file to crawl", run_id)
-        return 0
-    if len(seeds) > MAX_SEEDS:
-        log.warning("run %s: %d catalogue links; the first %d are crawled", run_id, len(seeds), MAX_SEEDS)
-        seeds = dict(list(seeds.items())[:MAX_SEEDS])
-    params = HarvestParams.from_conf({**conf, "seeds": list(seeds), "max_level": 0})
-    run.start_run(store, run_id, params)
-    store.set_seed_sources(run_id, seeds)
-    log.info("run %s: %d catalogue links to validate", run_id, len(seeds))
-    return len(seeds)

@@ -39,7 +39,7 @@ class Hit:
     capabilities_url: str | None  # the capabilities document of a service, the file itself for a file
     footprint: Geometry | None  # its box, else the extent of its datasets
     rank: float | None  # text relevance; None without text
-    status: str  # ok; failed or dead after failed revisits (geoweb.revisit)
+    status: str  # ok; failed or dead after failed revisits (geoweb.harvest.revisit)
     concepts: list[str]  # the most frequent concept ids of its datasets; /api/concepts has their labels
 
 

@@ -1,5 +1,7 @@
-"""Harvest runs: the parameters of a run (``params``) and the steps the crawl DAG runs (``run``).
+"""The use cases the DAGs and the ``geoweb`` command run over the store: the crawl run (``crawl``), catalogue
+and archive harvests (``catalogue``, ``archive``) and revisits (``revisit``); the parameters of every DAG's
+runs are ``params``.
 
-Kept free of imports here: the DAG file imports ``geoweb.harvest.params`` when it is parsed, and that must
+Kept free of imports here: the DAG files import ``geoweb.harvest.params`` when they are parsed, and that must
 not pull in the crawler or the database driver.
 """

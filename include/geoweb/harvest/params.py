@@ -1,31 +1,32 @@
-"""The parameters of a harvest run: one dataclass whose fields carry their JSON schema and description.
+"""The parameters of the DAGs' runs: one frozen dataclass per DAG whose fields carry their JSON schema and
+description (the crawl's ``HarvestParams``, ``CatalogueParams``, ``ArchiveParams`` and ``RevisitParams``).
 
-Declared as ``geoweb.params`` says: the DAG builds its trigger-form Params from ``param_specs()``, the tasks
-rebuild ``HarvestParams`` from the run's conf with ``HarvestParams.from_conf``.
+Declared as ``geoweb.paramspec`` says: a DAG builds its trigger-form Params from ``param_specs(cls)``, its
+tasks rebuild the dataclass from the run's conf with ``cls.from_conf``. The Airflow Variables that stand in
+for params a run leaves empty are named here, where the params' descriptions name them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from geoweb.models import ALL_TYPES
-from geoweb.params import (
-    InvalidParams,
-    allowed_hosts_param,
-    choices_of,
-    list_of,
-    param,
-    per_host_delay_param,
-    to_conf,
-    values_from_conf,
-)
-from geoweb.params import param_specs as declared_specs
+from geoweb.paramspec import InvalidParams, choices_of, list_of, param, to_conf, values_from_conf
 from geoweb.settings import Settings
+
+# Airflow Variables read for params a run leaves empty (a scheduled run leaves them all empty)
+SEEDS_VARIABLE = "geoweb_seeds"  # seed URLs, a JSON list
+PROVIDERS_VARIABLE = "geoweb_search_providers"  # search providers, a JSON list
+ALLOWED_HOSTS_VARIABLE = "geoweb_allowed_hosts"  # hosts on private addresses every DAG may fetch, a JSON list
+POLICIES_VARIABLE = "geoweb_url_policies"  # URL-pattern policies, a JSON list (docs/revisits.md)
+CATALOGUES_VARIABLE = "geoweb_csw_catalogues"  # CSW endpoints to harvest besides those found, a JSON list
+ARCHIVES_VARIABLE = "geoweb_archives"  # the archive adapters of scheduled runs, a JSON list
 
 MAX_LEVEL = 5  # the DAG has one task pair per level up to here
 MAX_SHARDS = 256  # a level's map length; well under Airflow's max_map_length (1024)
+MAX_SEEDS = 10_000  # the most seeds one crawl run takes
 # Sources that turn keywords into seeds, by connector name (geoweb.connectors.CONNECTORS)
 WEB_SEARCH = ("searxng", "google", "brave")
 PORTALS = ("datagov", "ckan")
@@ -68,11 +69,42 @@ _URL = {
     "description": "an absolute http(s) URL",
 }
 _KEYWORD = {"type": "string", "minLength": 1, "maxLength": 200}
+_HOST_PORT = {
+    "type": "string",
+    "pattern": r"^[A-Za-z0-9.\-]+(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$",
+    "description": "a host or host:port",
+}
 
 
 SEEDING = "Search seeding"
 POLITENESS = "Politeness and scale"
 PRIORITY = "Link priority and URL policies"
+
+
+def allowed_hosts_param(section: str | None = None) -> Any:
+    """The hosts a run may reach on private addresses: the same param in every DAG that fetches."""
+    return param(
+        (),
+        "Hosts (host or host:port) that may resolve to private or loopback addresses, one per line; every "
+        "other such address is refused. Needed for a web on a local network (the demo's: 127.0.0.1). Empty: "
+        f"the Airflow Variable {ALLOWED_HOSTS_VARIABLE} (a JSON list), else none.",
+        section=section,
+        optional=True,
+        **list_of(_HOST_PORT, maxItems=1_000),
+    )
+
+
+def per_host_delay_param(section: str | None = None) -> Any:
+    """The politeness delay: the same param in every DAG that fetches."""
+    return param(
+        _DEFAULTS.per_host_delay,
+        f"Seconds between two requests to one host (politeness; default {_DEFAULTS.per_host_delay}); a larger "
+        "robots.txt Crawl-delay wins.",
+        section=section,
+        type="number",
+        minimum=0,
+        maximum=_DEFAULTS.max_crawl_delay,
+    )
 
 
 @dataclass(frozen=True)
@@ -85,10 +117,10 @@ class HarvestParams:
     seeds: tuple[str, ...] = param(
         (),
         "Seed pages at level 0: absolute http(s) URLs, one per line. Needed, unless search_providers are "
-        "chosen. A scheduled run takes them from the Airflow Variable geoweb_seeds (a JSON list), and its "
-        "providers from geoweb_search_providers; with neither set it does nothing and says so.",
+        f"chosen. A scheduled run takes them from the Airflow Variable {SEEDS_VARIABLE} (a JSON list), and its "
+        f"providers from {PROVIDERS_VARIABLE}; with neither set it does nothing and says so.",
         optional=True,
-        **list_of(_URL, maxItems=10_000),
+        **list_of(_URL, maxItems=MAX_SEEDS),
     )
     allowed_hosts: tuple[str, ...] = allowed_hosts_param()
     max_level: int = param(
@@ -201,7 +233,7 @@ class HarvestParams:
         None,
         'URL-pattern policies, a JSON list of rules, the first match deciding: [{"pattern": "^https?://'
         'example\\.org/calendar/", "action": "skip"}, {"pattern": "/wms", "action": "fetch"}] (see '
-        "docs/revisits.md). Empty (the default): the Airflow Variable geoweb_url_policies, else "
+        f"docs/revisits.md). Empty (the default): the Airflow Variable {POLICIES_VARIABLE}, else "
         "GEOWEB_URL_POLICIES.",
         section=PRIORITY,
         optional=True,
@@ -251,11 +283,6 @@ class HarvestParams:
         )
 
 
-def param_specs() -> Iterator[tuple[str, Any, str, dict[str, Any]]]:
-    """(name, JSON default, description, JSON schema) of every parameter, in declaration order."""
-    return declared_specs(HarvestParams)
-
-
 HARVEST = "Catalogue harvest"
 CRAWL_RUN_PREFIX = "catalogues__"  # the validation crawls of catalogue links: catalogues__<DAG run id>
 VALIDATION = "Validation crawl"
@@ -280,7 +307,7 @@ class CatalogueParams:
     catalogues: tuple[str, ...] = param(
         (),
         "CSW endpoints to harvest in this run, one per line, besides those of the Airflow Variable "
-        "geoweb_csw_catalogues (a JSON list) and every CSW the crawl has found. With none of them the run "
+        f"{CATALOGUES_VARIABLE} (a JSON list) and every CSW the crawl has found. With none of them the run "
         "does nothing and says so.",
         optional=True,
         **list_of(_URL, maxItems=10_000),
@@ -355,7 +382,7 @@ class ArchiveParams:
     archives: tuple[str, ...] = param(
         (),
         f"Archives to read ({', '.join(ARCHIVE_ADAPTERS)}). Empty: those of the Airflow Variable "
-        "geoweb_archives (a JSON list); with none the run does nothing and says so.",
+        f"{ARCHIVES_VARIABLE} (a JSON list); with none the run does nothing and says so.",
         optional=True,
         **choices_of(ARCHIVE_ADAPTERS),
     )
@@ -377,3 +404,86 @@ class ArchiveParams:
 
     def to_conf(self) -> dict[str, Any]:
         return to_conf(self)
+
+
+HOUR = 3600.0  # the revisit params are in hours, the settings in seconds
+MAX_BATCH = 10_000
+MAX_HOURS = 24 * 366
+SCHEDULE = "Revisit schedule"
+
+
+@dataclass(frozen=True)
+class RevisitParams:
+    """What one revisit run does."""
+
+    batch_size: int = param(
+        500,
+        f"Resources checked in this run at most, those due longest first; the rest wait for the next run: 1 "
+        f"to {MAX_BATCH}, default 500.",
+        type="integer",
+        minimum=1,
+        maximum=MAX_BATCH,
+    )
+    types: tuple[str, ...] = param(
+        ALL_TYPES, "Resource types to re-check; default all of them.", **choices_of(ALL_TYPES, minItems=1)
+    )
+    allowed_hosts: tuple[str, ...] = allowed_hosts_param()
+    dead_after: int = param(
+        _DEFAULTS.revisit_dead_after,
+        "Failed checks in a row after which a resource is marked dead (kept, checked only at the maximum "
+        f"interval, alive again when it answers): default {_DEFAULTS.revisit_dead_after}.",
+        section=SCHEDULE,
+        type="integer",
+        minimum=1,
+        maximum=100,
+    )
+    min_interval_hours: float = param(
+        _DEFAULTS.revisit_min_interval / HOUR,
+        "Shortest interval between two checks of a resource, in hours: one that changes at every check ends "
+        f"here. Default {_DEFAULTS.revisit_min_interval / HOUR:g}.",
+        section=SCHEDULE,
+        type="number",
+        exclusiveMinimum=0,
+        maximum=MAX_HOURS,
+    )
+    max_interval_hours: float = param(
+        _DEFAULTS.revisit_max_interval / HOUR,
+        "Longest interval between two checks, in hours: one that never changes, or is dead, is checked this "
+        f"often. Default {_DEFAULTS.revisit_max_interval / HOUR:g}.",
+        section=SCHEDULE,
+        type="number",
+        exclusiveMinimum=0,
+        maximum=MAX_HOURS,
+    )
+    shards: int = param(
+        16,
+        "Check tasks the due resources are split into by host (one host, one task), run in parallel on the "
+        f"Celery workers: 1 to {MAX_SHARDS}, default 16.",
+        section=POLITENESS,
+        type="integer",
+        minimum=1,
+        maximum=MAX_SHARDS,
+    )
+    per_host_delay: float = per_host_delay_param(POLITENESS)
+
+    @classmethod
+    def from_conf(cls, conf: Mapping[str, Any] | None) -> RevisitParams:
+        """Defaults overridden by ``conf``, validated key by key."""
+        params = cls(**values_from_conf(cls, conf))
+        if params.min_interval_hours > params.max_interval_hours:
+            raise InvalidParams("param min_interval_hours: above max_interval_hours")
+        return params
+
+    def to_conf(self) -> dict[str, Any]:
+        return to_conf(self)
+
+    def settings(self, base: Settings | None = None) -> Settings:
+        """The settings of this run: ``base`` (default: from the environment) with the run's values."""
+        return (base or Settings.from_env()).with_(
+            revisit_dead_after=self.dead_after,
+            revisit_min_interval=self.min_interval_hours * HOUR,
+            revisit_max_interval=self.max_interval_hours * HOUR,
+            allowed_hosts=frozenset(h.lower() for h in self.allowed_hosts),
+            per_host_delay=float(self.per_host_delay),
+            obey_robots=True,
+        )

@@ -1,3 +1,2 @@
-"""Revisits: known resources re-checked on a schedule adapted to how often each one changes (``schedule``),
-by their own detectors (``check``), with the change history in PostGIS (``geoweb.store.revisit``). The steps
-of the revisit DAG and of ``geoweb revisit`` are in ``run``; their parameters in ``params``."""
+"""What a revisit works on, as the store reads and writes it: a resource due for a check with its schedule
+state, and what the check found. The revisit use case is ``geoweb.harvest.revisit``."""

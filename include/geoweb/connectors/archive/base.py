@@ -3,8 +3,8 @@
 An adapter builds the archive's requests and reads its pages; which field of an answer holds the scene id,
 satellite, sensor, acquisition time, footprint, cloud cover and quick-look URL is a mapping read from JSON
 (``<adapter>.json`` beside the adapter, or the ``mapping`` setting: a file or the JSON itself), so an
-archive that renames a field is reconfigured, not reprogrammed. ``harvest_archive`` loads the scenes newer
-than the source's watermark into the store, page by page and idempotently.
+archive that renames a field is reconfigured, not reprogrammed. Loading the scenes into the store is
+``geoweb.harvest.archive``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timezone
 from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import shapely
 import shapely.wkt
@@ -26,9 +26,6 @@ from shapely.geometry import mapping, shape
 from geoweb.connectors.api import APIConnector, malformed
 from geoweb.connectors.base import ConfigError, ConnectorError, Link, Record
 from geoweb.models import BBox
-
-if TYPE_CHECKING:
-    from geoweb.store import Store
 
 log = logging.getLogger("geoweb.connectors.archive")
 
@@ -325,30 +322,6 @@ class ArchiveAdapter(APIConnector):
         """The page's items and the request of the next page (None after the last); ConnectorError when the
         answer is not what the archive sends."""
         raise NotImplementedError
-
-
-def harvest_archive(store: Store, adapter: ArchiveAdapter, *, bbox: BBox | None = None) -> dict[str, Any]:
-    """Load the scenes acquired since the source's watermark into the store, committing page by page; returns
-    the counts. A failure is recorded with the source and raised: scenes already committed stay (loading them
-    again changes nothing) and the watermark moves only when a harvest ends well."""
-    with store.harvesting(adapter.source, adapter.name, adapter.base_url) as harvest:
-        since = harvest.state.watermark
-        counts = harvest.counts
-        counts |= {
-            "since": since.isoformat() if since else None,
-            "pages": 0,
-            "new": 0,
-            "updated": 0,
-            "refused": 0,
-        }
-        for scenes in adapter.pages(since=since, bbox=bbox):
-            for key, value in store.upsert_scenes(adapter.source, scenes).items():
-                counts[key] += value
-            counts["pages"] += 1
-            harvest.advance(s.acquired_at for s in scenes)
-        counts["watermark"] = harvest.watermark.isoformat() if harvest.watermark else None
-    log.info("%s harvested: %s", adapter.source, counts)
-    return counts
 
 
 def utc_iso(moment: datetime) -> str:

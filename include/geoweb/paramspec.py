@@ -1,9 +1,9 @@
-"""Run parameters declared once: frozen dataclasses whose fields carry their JSON schema and description.
+"""The machinery of run parameters declared once: frozen dataclasses whose fields carry their JSON schema
+and description.
 
 A DAG builds its trigger-form Params from ``param_specs(cls)``; its tasks rebuild the dataclass from the run's
 conf with ``values_from_conf(cls, conf)``. Both validate against the same schemas, so the form, the CLI/REST
-conf and the library agree on every key. The crawl's params (``geoweb.harvest.params``) and the revisits'
-(``geoweb.revisit.params``) are declared this way.
+conf and the library agree on every key. The DAGs' params (``geoweb.harvest.params``) are declared this way.
 """
 
 from __future__ import annotations
@@ -15,15 +15,6 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
-
-from geoweb.settings import Settings
-
-# A pattern's "description" completes the error message "<value> is not <description>".
-HOST_PORT = {
-    "type": "string",
-    "pattern": r"^[A-Za-z0-9.\-]+(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$",
-    "description": "a host or host:port",
-}
 
 
 class InvalidParams(ValueError):
@@ -55,33 +46,6 @@ def choices_of(values: Iterable[str], **schema: Any) -> dict[str, Any]:
     offers the array's ``examples``."""
     values = list(values)
     return list_of({"type": "string", "enum": values}, examples=values, **schema)
-
-
-def allowed_hosts_param(section: str | None = None) -> Any:
-    """The hosts a run may reach on private addresses: the same param in every DAG that fetches."""
-    return param(
-        (),
-        "Hosts (host or host:port) that may resolve to private or loopback addresses, one per line; every "
-        "other such address is refused. Needed for a web on a local network (the demo's: 127.0.0.1). Empty: "
-        "the Airflow Variable geoweb_allowed_hosts (a JSON list), else none.",
-        section=section,
-        optional=True,
-        **list_of(HOST_PORT, maxItems=1_000),
-    )
-
-
-def per_host_delay_param(section: str | None = None) -> Any:
-    """The politeness delay: the same param in every DAG that fetches."""
-    defaults = Settings()
-    return param(
-        defaults.per_host_delay,
-        f"Seconds between two requests to one host (politeness; default {defaults.per_host_delay}); a larger "
-        "robots.txt Crawl-delay wins.",
-        section=section,
-        type="number",
-        minimum=0,
-        maximum=defaults.max_crawl_delay,
-    )
 
 
 def param_specs(cls: type) -> Iterator[tuple[str, Any, str, dict[str, Any]]]:

@@ -1,8 +1,16 @@
-"""The steps of a revisit run, as the revisit DAG's tasks and ``geoweb revisit`` call them: plan (the due
-resources, split by host into shards), check a shard, summarise.
+"""Revisits: known resources re-checked on a schedule adapted to how often each one changes, by their own
+detectors (``geoweb.harvest.recheck``), with the change history in PostGIS. The steps of a revisit run, as
+the revisit DAG's tasks and ``geoweb revisit`` call them: plan (the due resources, split by host into
+shards), check a shard, summarise.
 
 A shard holds every due resource of some hosts, so one task at a time talks to a host and the fetcher's
 per-host politeness holds. Each check is saved as it ends; a retried task checks only what is still due.
+
+The schedule (``Schedule``): halve the interval when a resource changed, double it when it did not (bounded
+by the minimum and maximum), so each resource converges to its own change rate. A failed check keeps the
+learned interval but retries sooner (the minimum, doubled per failure in a row); ``dead_after`` failures in
+a row make the resource dead, checked only at the maximum interval until it answers again. A URL-pattern
+policy's ``revisit_hours`` replaces the learned interval.
 """
 
 from __future__ import annotations
@@ -12,25 +20,68 @@ import logging
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from geoweb.detect import load_detectors
-from geoweb.fetch.fetcher import Fetcher
+from geoweb.crawl.factory import open_crawler
+from geoweb.harvest.params import RevisitParams
+from geoweb.harvest.recheck import Checker
 from geoweb.links.normalize import origin
 from geoweb.policy import URLPolicies
-from geoweb.revisit.check import Checker
 from geoweb.revisit.models import CheckResult, Due
-from geoweb.revisit.params import RevisitParams
-from geoweb.revisit.schedule import Schedule
+from geoweb.revisit.schedule import ScheduleState
 from geoweb.settings import Settings
 from geoweb.store import Store, shard_of
 
 log = logging.getLogger("geoweb.revisit")
 
 COUNTS = ("checked", "unchanged", "changed", "failed", "newly_dead", "revived", "skipped")
+OUTCOMES = ("unchanged", "changed", "failed")
 
 ResultSink = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """The schedule policy: bounds in seconds, and how many failures in a row make a resource dead."""
+
+    min_interval: float
+    max_interval: float
+    dead_after: int
+
+    def __post_init__(self) -> None:
+        if not 0 < self.min_interval <= self.max_interval:
+            raise ValueError(
+                f"need 0 < min_interval <= max_interval, not {self.min_interval}, {self.max_interval}"
+            )
+        if self.dead_after < 1:
+            raise ValueError(f"dead_after must be at least 1, not {self.dead_after}")
+
+    def bounded(self, seconds: float) -> float:
+        return min(self.max_interval, max(self.min_interval, seconds))
+
+    def after(
+        self, state: ScheduleState, outcome: str, fixed: float | None = None
+    ) -> tuple[ScheduleState, float]:
+        """The state after a check with ``outcome``, and the seconds until the next check. ``fixed`` is a
+        policy's interval, which replaces the learned one."""
+        checks = state.checks + 1
+        if outcome == "failed":
+            failures = state.failures + 1
+            dead = failures >= self.dead_after
+            interval = fixed or state.interval
+            retry = self.max_interval if dead else min(interval, self.min_interval * 2 ** (failures - 1))
+            return replace(state, failures=failures, checks=checks, dead=dead, interval=interval), retry
+        if outcome == "changed":
+            interval = fixed or self.bounded(state.interval / 2)
+            changes = state.changes + 1
+        elif outcome == "unchanged":
+            interval = fixed or self.bounded(state.interval * 2)
+            changes = state.changes
+        else:
+            raise ValueError(f"unknown outcome {outcome!r}; known: {', '.join(OUTCOMES)}")
+        return ScheduleState(interval, 0, checks, changes, dead=False), interval
 
 
 def schedule_of(settings: Settings) -> Schedule:
@@ -97,9 +148,8 @@ def check_resources(
 
 async def _check_all(due: list[Due], settings: Settings, save: Callable[[CheckResult], None]) -> None:
     """Check every due resource with one fetcher (its per-host slots pace each host); save each as it ends."""
-    stats: Counter = Counter()
-    async with Fetcher(settings, stats=stats) as fetcher:
-        checker = Checker(fetcher.get, load_detectors(), settings, stats)
+    async with open_crawler(settings) as crawler:
+        checker = Checker(crawler.fetch, crawler.detectors, settings, crawler.stats)
 
         async def check(resource: Due) -> None:
             save(await checker.check(resource))

@@ -1,4 +1,5 @@
-"""The steps of a harvest run, as the crawl DAG's tasks call them: start, plan a level, crawl a shard, finish.
+"""The steps of a crawl run, as the crawl DAG's tasks call them: start, seed by search, plan a level, crawl a
+shard, finish.
 
 The crawl state lives in the store's frontier (one row per URL of the run, exact keys), so each step can be
 redone: a retried or killed task loses no URL and duplicates no row, and a failed run resumes where it
@@ -19,10 +20,8 @@ from typing import Any
 from geoweb.connectors import ConnectorError, Record, load_connector
 from geoweb.connectors.candidates import Portal
 from geoweb.connectors.search.base import SearchProvider
-from geoweb.crawl import Crawler, CrawlReport, LevelStats, Page
-from geoweb.dedup import BloomFilter
-from geoweb.detect import load_detectors
-from geoweb.fetch.fetcher import Fetcher
+from geoweb.crawl import CrawlReport, LevelStats, Page
+from geoweb.crawl.factory import open_crawler
 from geoweb.harvest.pagebuffer import PageBuffer
 from geoweb.harvest.params import HarvestParams
 from geoweb.links.filters import URLFilters
@@ -185,22 +184,17 @@ async def _crawl(
     on_page: PageBuffer,
 ) -> tuple[LevelStats, Counter]:
     """One level of the engine over the shard's URLs; every page goes to ``on_page``, flushed at the end."""
-    settings = params.settings()
-    stats: Counter = Counter()
-    # an in-process pre-filter of repeated links; the frontier's keys are the run's exact dedup
-    seen = BloomFilter(settings.expected_urls, settings.bloom_error_rate)
-    for url, _, _, _ in items:
-        seen.add(url)  # links back to this level's pages stop here, before the database
-    async with Fetcher(settings, stats=stats) as fetcher:
-        crawler = Crawler(
-            fetcher.get, load_detectors(), settings=settings, seen=seen, types=params.types, stats=stats
-        )
+    async with open_crawler(params.settings(), types=params.types) as crawler:
+        # the crawler's Bloom filter is an in-process pre-filter of repeated links; the frontier's keys are
+        # the run's exact dedup
+        for url, _, _, _ in items:
+            crawler.seen.add(url)  # links back to this level's pages stop here, before the database
         crawler.budget.counts.update(budget_used)
         crawler.set_aside.update(set_aside)
         links = [Link(url, source, score) for url, source, _, score in items]
         result = await crawler.run_level(links, level, on_page=on_page)
         on_page.flush()
-    return result.stats, stats
+    return result.stats, crawler.stats
 
 
 def finish_run(store: Store, run_id: str) -> dict[str, Any]:

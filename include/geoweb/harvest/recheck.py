@@ -1,4 +1,5 @@
-"""The checker: fetch again what proved a resource and let its own detector read it, as the crawl did.
+"""The revisits' checker: fetch again what proved a resource and let its own detector read it, as the crawl
+did.
 
 An OGC service is asked for GetCapabilities of its type and version; every other resource is fetched at its
 URL (the file, landing page or catalog), and its detector sends the same follow-up requests it sent in the

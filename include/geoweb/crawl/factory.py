@@ -1,0 +1,34 @@
+"""The one place a crawler is assembled: an open fetcher, the registered detectors, the URL filters and an
+in-process Bloom pre-filter of the URLs seen, built from ``Settings``, with one stats counter for all."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import AsyncIterator, Collection
+from contextlib import asynccontextmanager
+
+from geoweb.crawl.engine import Crawler
+from geoweb.dedup import BloomFilter
+from geoweb.detect import load_detectors
+from geoweb.fetch.fetcher import Fetcher
+from geoweb.models import ALL_TYPES
+from geoweb.settings import Settings
+
+
+@asynccontextmanager
+async def open_crawler(
+    settings: Settings, *, types: Collection[str] = ALL_TYPES, stats: Counter | None = None
+) -> AsyncIterator[Crawler]:
+    """A Crawler of ``types`` over a Fetcher open for the block, both counting into ``stats`` (a new Counter
+    by default: ``crawler.stats``). Its ``seen`` is a Bloom filter sized by ``settings.expected_urls`` and
+    ``settings.bloom_error_rate``."""
+    stats = Counter() if stats is None else stats
+    async with Fetcher(settings, stats=stats) as fetcher:
+        yield Crawler(
+            fetcher.get,
+            load_detectors(),
+            settings=settings,
+            seen=BloomFilter(settings.expected_urls, settings.bloom_error_rate),
+            types=types,
+            stats=stats,
+        )
