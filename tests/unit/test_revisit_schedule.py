@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from geoweb.models import Dataset, Resource
+from geoweb.models import Dataset, Due, Resource, ScheduleState
 from geoweb.params import InvalidParams
 from geoweb.revisit.check import fingerprint, recheck_url
-from geoweb.revisit.models import Due
 from geoweb.revisit.params import RevisitParams
-from geoweb.revisit.schedule import Schedule, ScheduleState
+from geoweb.revisit.schedule import Schedule
 
 H = 3600.0
 SCHEDULE = Schedule(min_interval=1 * H, max_interval=64 * H, dead_after=3)

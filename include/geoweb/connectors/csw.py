@@ -23,7 +23,7 @@ from owslib import ows
 from owslib.catalogue.csw2 import CswRecord
 from owslib.iso import MD_Metadata
 
-from geoweb.connectors.base import ConfigError, Connector, ConnectorError, Link, QuotaExceeded, Record
+from geoweb.connectors.base import ConfigError, Connector, ConnectorError, QuotaExceeded
 from geoweb.connectors.candidates import candidates
 from geoweb.detect.ogc.common import OGCExceptionReport, clean, lat_first, listed_bbox, with_query
 from geoweb.detect.ogc.csw import search_results
@@ -33,7 +33,7 @@ from geoweb.fetch.response import Response
 from geoweb.harvest import run
 from geoweb.harvest.params import CRAWL_RUN_PREFIX, HarvestParams, param_specs
 from geoweb.links.filters import URLFilters
-from geoweb.models import BBox, union_bbox
+from geoweb.models import BBox, OnlineResource, Record, union_bbox
 from geoweb.settings import Settings
 from geoweb.xmlsafe import parse_xml
 
@@ -144,8 +144,8 @@ def dc_record(elem: etree._Element, source: str) -> Record | None:
     identifier = clean(record.identifier)
     if identifier is None:
         return None
-    links = [Link(url, protocol=clean(ref.get("scheme")) or clean(ref.get("protocol")),
-                  name=clean(ref.get("name")) or clean(ref.get("description")))
+    links = [OnlineResource(url, protocol=clean(ref.get("scheme")) or clean(ref.get("protocol")),
+                            name=clean(ref.get("name")) or clean(ref.get("description")))
              for ref in [*record.references, *record.uris] if (url := clean(ref.get("url")))]  # fmt: skip
     return Record(
         source=source,
@@ -173,11 +173,11 @@ def iso_record(elem: etree._Element, source: str) -> Record | None:
     online = [*getattr(distribution, "online", ()),
               *(o for d in getattr(distribution, "distributor", ()) for o in d.online),
               *(c for op in getattr(ident, "operations", ()) for c in op.get("connectpoint", ()))]  # fmt: skip
-    links: dict[tuple[str, str | None], Link] = {}
+    links: dict[tuple[str, str | None], OnlineResource] = {}
     for resource in online:
         url, protocol = clean(resource.url), clean(resource.protocol)
         if url and (url, protocol) not in links:  # each operation of a service repeats its endpoint
-            links[url, protocol] = Link(url, protocol=protocol, name=clean(resource.name))
+            links[url, protocol] = OnlineResource(url, protocol=protocol, name=clean(resource.name))
     box = getattr(ident, "bbox", None)
     return Record(
         source=source,
@@ -382,7 +382,7 @@ def harvest_catalogue(
     ``full_every``. Only a full harvest that ends normally with every matched record received withdraws the
     records it did not see. A failure is recorded with the source and raised: pages already committed stay,
     nothing is withdrawn and the watermark does not move."""
-    with store.harvesting(connector.source, "csw", connector.url) as harvest:
+    with store.catalogue.harvesting(connector.source, "csw", connector.url) as harvest:
         state = harvest.state
         if not full and state.watermark is not None and state.last_full_harvest is not None:
             full = datetime.now(UTC) - state.last_full_harvest >= full_every
@@ -392,7 +392,7 @@ def harvest_catalogue(
                                  "duplicates", "withdrawn"), 0)  # fmt: skip
         seen: set[str] = set()
         for page in connector.pages(since):  # at least one page, or an error
-            for key, value in store.upsert_records(connector.source, page.records).items():
+            for key, value in store.catalogue.upsert_records(connector.source, page.records).items():
                 counts[key] += value
             counts["pages"] += 1
             counts["received"] += page.returned
@@ -407,7 +407,7 @@ def harvest_catalogue(
             "complete": complete,
         }
         if counts["mode"] == "full" and complete:
-            counts["withdrawn"] = store.mark_withdrawn(connector.source, seen)
+            counts["withdrawn"] = store.catalogue.mark_withdrawn(connector.source, seen)
             harvest.full = True
         elif counts["mode"] == "full":
             log.warning(
@@ -427,12 +427,12 @@ def catalogue_seeds(store: Store, kind: str = "csw", *, everything: bool = False
     once (the first catalogue by URL keeps it), in order. Unless ``everything``, a link an earlier catalogue
     crawl fetched after its record last changed is left out: what it proved is re-checked by the revisits."""
     filters = URLFilters.from_settings(Settings.from_env())
-    validated = {} if everything else store.validated_seeds(CRAWL_RUN_PREFIX)
+    validated = {} if everything else store.runs.validated_seeds(CRAWL_RUN_PREFIX)
     seeds: dict[str, str] = {}
     unchanged = 0
-    for catalogue, links, changed_at in store.active_record_links(kind):
+    for catalogue, links, changed_at in store.catalogue.active_record_links(kind):
         offered = [
-            Link(link["url"], protocol=link.get("protocol"), name=link.get("name"))
+            OnlineResource(link["url"], protocol=link.get("protocol"), name=link.get("name"))
             for link in links
             if isinstance(link, dict) and isinstance(link.get("url"), str)
         ]
@@ -467,6 +467,6 @@ def start_catalogue_crawl(
         seeds = dict(list(seeds.items())[:MAX_SEEDS])
     params = HarvestParams.from_conf({**conf, "seeds": list(seeds), "max_level": 0})
     run.start_run(store, run_id, params)
-    store.set_seed_sources(run_id, seeds)
+    store.runs.set_seed_sources(run_id, seeds)
     log.info("run %s: %d catalogue links to validate", run_id, len(seeds))
     return len(seeds)

@@ -18,9 +18,9 @@ from typing import Any
 from geoweb.detect import load_detectors
 from geoweb.fetch.fetcher import Fetcher
 from geoweb.links.normalize import origin
+from geoweb.models import CheckResult, Due
 from geoweb.policy import URLPolicies
 from geoweb.revisit.check import Checker
-from geoweb.revisit.models import CheckResult, Due
 from geoweb.revisit.params import RevisitParams
 from geoweb.revisit.schedule import Schedule
 from geoweb.settings import Settings
@@ -41,7 +41,7 @@ def plan_revisits(store: Store, params: RevisitParams, settings: Settings) -> li
     """Migrate the store and return the ids of the due resources (at most ``batch_size``), one list per
     shard of hosts."""
     store.migrate()
-    due = store.due_resources(params.types, params.batch_size, settings.revisit_initial_interval)
+    due = store.revisits.due(params.types, params.batch_size, settings.revisit_initial_interval)
     shards: dict[int, list[int]] = defaultdict(list)
     for resource in due:
         shards[shard_of(origin(resource.url), params.shards)].append(resource.id)
@@ -63,20 +63,20 @@ def check_resources(
     schedule = schedule_of(settings)
     counts = Counter(dict.fromkeys(COUNTS, 0))
     due, skipped = [], []
-    for resource in store.still_due(list(ids)):
+    for resource in store.revisits.still_due(list(ids)):
         policy = policies.match(resource.url)
         if policy is not None and policy.skips:
             log.info("%s (%s): not checked: %s", resource.url, resource.type, policy)
             skipped.append(resource.id)
         else:
             due.append(resource)
-    store.postpone(skipped, schedule.max_interval)
+    store.revisits.postpone(skipped, schedule.max_interval)
     counts["skipped"] = len(skipped)
 
     def save(result: CheckResult) -> None:
         policy = policies.match(result.due.url)
         fixed = policy.revisit_seconds if policy is not None else None
-        details, delay = store.record_check(
+        details, delay = store.revisits.record_check(
             run_id, result, lambda outcome: schedule.after(result.due.state, outcome, fixed)
         )
         counts["checked"] += 1
@@ -128,7 +128,7 @@ def summarize(store: Store, summaries: Iterable[dict[str, Any]]) -> dict[str, An
     totals = Counter(dict.fromkeys(COUNTS, 0))
     for summary in summaries:
         totals.update({k: summary.get(k, 0) for k in COUNTS})
-    result = dict(totals) | store.revisit_overview()
+    result = dict(totals) | store.revisits.overview()
     log.info("revisit summary:\n%s", table(result))
     return result
 

@@ -9,18 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-OUTCOMES = ("unchanged", "changed", "failed")
-
-
-@dataclass(frozen=True, slots=True)
-class ScheduleState:
-    """A resource's row in ``resource_schedule``, as the policy needs it."""
-
-    interval: float  # seconds: the learned revisit interval
-    failures: int = 0  # failed checks in a row
-    checks: int = 0
-    changes: int = 0
-    dead: bool = False
+from geoweb.models import CheckOutcome, ScheduleState
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,23 +32,23 @@ class Schedule:
         return min(self.max_interval, max(self.min_interval, seconds))
 
     def after(
-        self, state: ScheduleState, outcome: str, fixed: float | None = None
+        self, state: ScheduleState, outcome: CheckOutcome, fixed: float | None = None
     ) -> tuple[ScheduleState, float]:
         """The state after a check with ``outcome``, and the seconds until the next check. ``fixed`` is a
         policy's interval, which replaces the learned one."""
         checks = state.checks + 1
-        if outcome == "failed":
+        if outcome == CheckOutcome.FAILED:
             failures = state.failures + 1
             dead = failures >= self.dead_after
             interval = fixed or state.interval
             retry = self.max_interval if dead else min(interval, self.min_interval * 2 ** (failures - 1))
             return replace(state, failures=failures, checks=checks, dead=dead, interval=interval), retry
-        if outcome == "changed":
+        if outcome == CheckOutcome.CHANGED:
             interval = fixed or self.bounded(state.interval / 2)
             changes = state.changes + 1
-        elif outcome == "unchanged":
+        elif outcome == CheckOutcome.UNCHANGED:
             interval = fixed or self.bounded(state.interval * 2)
             changes = state.changes
         else:
-            raise ValueError(f"unknown outcome {outcome!r}; known: {', '.join(OUTCOMES)}")
+            raise ValueError(f"unknown outcome {outcome!r}; known: {', '.join(CheckOutcome)}")
         return ScheduleState(interval, 0, checks, changes, dead=False), interval

@@ -1,6 +1,10 @@
 """Satellite-image archives: the NSPO archive (an undocumented JSON API, mapped by configuration) and any STAC
 API, behind one adapter interface (``ArchiveAdapter``); ``harvest_archive`` loads their scenes into PostGIS."""
 
-from geoweb.connectors.archive.base import ArchiveAdapter, FieldMapping, Scene, harvest_archive
+from geoweb.connectors.archive.base import ArchiveAdapter, FieldMapping, harvest_archive
 
-__all__ = ["ArchiveAdapter", "FieldMapping", "Scene", "harvest_archive"]
+__all__ = [
+    "ArchiveAdapter",
+    "FieldMapping",
+    "harvest_archive",
+]

@@ -1,4 +1,4 @@
-"""What every satellite-image archive adapter shares: scenes, the field mapping, paging, and the harvest.
+"""What every satellite-image archive adapter shares: its scenes, the field mapping, paging, and the harvest.
 
 An adapter builds the archive's requests and reads its pages; which field of an answer holds the scene id,
 satellite, sensor, acquisition time, footprint, cloud cover and quick-look URL is a mapping read from JSON
@@ -24,8 +24,8 @@ import shapely.wkt
 from shapely.geometry import mapping, shape
 
 from geoweb.connectors.api import APIConnector, malformed
-from geoweb.connectors.base import ConfigError, ConnectorError, Link, Record
-from geoweb.models import BBox
+from geoweb.connectors.base import ConfigError, ConnectorError
+from geoweb.models import BBox, OnlineResource, Scene
 
 if TYPE_CHECKING:
     from geoweb.store import Store
@@ -34,24 +34,6 @@ log = logging.getLogger("geoweb.connectors.archive")
 
 FIELDS = ("scene_id", "satellite", "sensor", "acquired_at", "footprint", "cloud_cover", "quicklook_url")
 MAX_PAGES = 100_000  # a paging loop that never ends stops here
-
-
-@dataclass(slots=True)
-class Scene(Record):
-    """One scene of an archive: a Record (identifier = scene id, bbox = the footprint's box) with its scene
-    metadata. ``footprint`` is a GeoJSON geometry in WGS84 lon/lat; ``cloud_cover`` a percentage."""
-
-    satellite: str | None = None
-    sensor: str | None = None
-    acquired_at: datetime | None = None
-    footprint: dict[str, Any] | None = None
-    cloud_cover: float | None = None
-    quicklook_url: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        record = Record.to_json(self)
-        record["acquired_at"] = self.acquired_at.isoformat() if self.acquired_at else None
-        return record
 
 
 # --- the field mapping -------------------------------------------------------------------------------------
@@ -162,7 +144,7 @@ class FieldMapping:
             identifier=scene_id,
             title=" ".join(str(v) for v in (values.get("satellite"), values.get("sensor"), scene_id) if v),
             bbox=_bounds(footprint),
-            links=[Link(quicklook, protocol="quicklook")] if quicklook else [],
+            links=[OnlineResource(quicklook, protocol="quicklook")] if quicklook else [],
             extra={name: self._read(item, spec) for name, spec in self.extra.items()},
             satellite=values.get("satellite"),
             sensor=values.get("sensor"),
@@ -331,7 +313,7 @@ def harvest_archive(store: Store, adapter: ArchiveAdapter, *, bbox: BBox | None 
     """Load the scenes acquired since the source's watermark into the store, committing page by page; returns
     the counts. A failure is recorded with the source and raised: scenes already committed stay (loading them
     again changes nothing) and the watermark moves only when a harvest ends well."""
-    with store.harvesting(adapter.source, adapter.name, adapter.base_url) as harvest:
+    with store.catalogue.harvesting(adapter.source, adapter.name, adapter.base_url) as harvest:
         since = harvest.state.watermark
         counts = harvest.counts
         counts |= {
@@ -342,7 +324,7 @@ def harvest_archive(store: Store, adapter: ArchiveAdapter, *, bbox: BBox | None 
             "refused": 0,
         }
         for scenes in adapter.pages(since=since, bbox=bbox):
-            for key, value in store.upsert_scenes(adapter.source, scenes).items():
+            for key, value in store.catalogue.upsert_scenes(adapter.source, scenes).items():
                 counts[key] += value
             counts["pages"] += 1
             harvest.advance(s.acquired_at for s in scenes)
