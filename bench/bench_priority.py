@@ -10,8 +10,8 @@ One full crawl gives the recall curve (by score and by a random order); crawls u
 give what a budget really finds and fetches. Prints a Markdown table; writes the figures to var/bench/.
 
 ``--scale N`` measures the recall curve of a synthetic run of N recorded URLs instead: in process
-(``recall_curve``) and in PostgreSQL (``Runs.recall_curve``, in a scratch database of the local PostgreSQL,
-dropped afterwards), with the level budget of its largest level (``Frontier.skip_over_budget``).
+(``recall_curve``) and as the harvest does, from the run stored in PostgreSQL (``Runs.recall_curve``, in a
+scratch database of the local PostgreSQL, dropped afterwards), with the level budget of its largest level (``Frontier.skip_over_budget``).
 
     .venv/bin/python -m bench.bench_priority            # 8,000 pages over 8 hosts
     .venv/bin/python -m bench.bench_priority --quick    # 1,600 pages
@@ -256,7 +256,7 @@ def scale(links: int) -> str:
         _, budget_s, budget_mib = measured(
             lambda: store.frontier.skip_over_budget(SCALE_RUN, largest, 0.5, float("-inf"))
         )
-    assert in_db == curve, "the database's curve differs from the in-process one"
+    assert in_db == curve, "the stored run's curve differs from the in-process one"
     return "\n".join([
         f"{links:,} URLs, {len(found_on):,} resources (loaded by COPY in {load_s:.1f} s); recall at 50 %: "
         f"{curve.at(50)[0]:.3f} by score, {curve.at(50)[1]:.3f} at random (both paths equal).",
@@ -264,7 +264,7 @@ def scale(links: int) -> str:
         "| computation | seconds | peak Python memory (MiB) |",
         "|---|---:|---:|",
         f"| `recall_curve` in process | {python_s:.1f} | {python_mib:.0f} |",
-        f"| `Runs.recall_curve` in PostgreSQL | {db_s:.1f} | {db_mib:.1f} |",
+        f"| `Runs.recall_curve`: the run streamed from PostgreSQL | {db_s:.1f} | {db_mib:.1f} |",
         f"| `Frontier.skip_over_budget`, level {largest} | {budget_s:.1f} | {budget_mib:.1f} |",
     ])  # fmt: skip
 

@@ -1,8 +1,6 @@
-"""The crawl frontier (the ``frontier`` table): every URL of a run once, with its shard and what became of it;
-a crawl's pages are committed here with what they found.
-
-A URL's shard is its origin's; shards and levels are read in the crawl's order of priority, which the budget
-of a level follows too.
+"""The crawl frontier (the ``frontier`` table): every URL of a run once, with its shard (its origin's) and what
+became of it. A crawl's pages are committed here with the resources they found; a level's budget ranks its
+URLs in the crawl's order of priority, computed in SQL as ``links.priority.by_priority`` computes it.
 """
 
 from __future__ import annotations
