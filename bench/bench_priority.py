@@ -10,8 +10,8 @@ One full crawl gives the recall curve (by score and by a random order); crawls u
 give what a budget really finds and fetches. Prints a Markdown table; writes the figures to var/bench/.
 
 ``--scale N`` measures the recall curve of a synthetic run of N recorded URLs instead: in process
-(``recall_curve``) and in PostgreSQL (``Store.recall_curve``, in a scratch database of the local PostgreSQL,
-dropped afterwards), with the level budget of its largest level (``Store.skip_over_budget``).
+(``recall_curve``) and in PostgreSQL (``Runs.recall_curve``, in a scratch database of the local PostgreSQL,
+dropped afterwards), with the level budget of its largest level (``Frontier.skip_over_budget``).
 
     .venv/bin/python -m bench.bench_priority            # 8,000 pages over 8 hosts
     .venv/bin/python -m bench.bench_priority --quick    # 1,600 pages
@@ -49,7 +49,8 @@ from bench.synthetic_web import (
     web_dir,
 )
 from geoweb.crawl.jsonl import crawl_to_jsonl
-from geoweb.links.priority import DEPTH_WEIGHT, LinkScorer, RecordedLink, recall_curve
+from geoweb.links.priority import DEPTH_WEIGHT, LinkScorer, recall_curve
+from geoweb.models import RecordedLink
 from geoweb.settings import Settings
 from geoweb.store import Store
 from stack import postgres as stack_postgres
@@ -251,9 +252,9 @@ def scale(links: int) -> str:
         started = time.perf_counter()
         load_run(dsn, recorded, found_on)
         load_s = time.perf_counter() - started
-        in_db, db_s, db_mib = measured(lambda: store.recall_curve(SCALE_RUN))
+        in_db, db_s, db_mib = measured(lambda: store.runs.recall_curve(SCALE_RUN))
         _, budget_s, budget_mib = measured(
-            lambda: store.skip_over_budget(SCALE_RUN, largest, 0.5, float("-inf"))
+            lambda: store.frontier.skip_over_budget(SCALE_RUN, largest, 0.5, float("-inf"))
         )
     assert in_db == curve, "the database's curve differs from the in-process one"
     return "\n".join([
@@ -263,8 +264,8 @@ def scale(links: int) -> str:
         "| computation | seconds | peak Python memory (MiB) |",
         "|---|---:|---:|",
         f"| `recall_curve` in process | {python_s:.1f} | {python_mib:.0f} |",
-        f"| `Store.recall_curve` in PostgreSQL | {db_s:.1f} | {db_mib:.1f} |",
-        f"| `Store.skip_over_budget`, level {largest} | {budget_s:.1f} | {budget_mib:.1f} |",
+        f"| `Runs.recall_curve` in PostgreSQL | {db_s:.1f} | {db_mib:.1f} |",
+        f"| `Frontier.skip_over_budget`, level {largest} | {budget_s:.1f} | {budget_mib:.1f} |",
     ])  # fmt: skip
 
 

@@ -17,6 +17,7 @@ from geoweb.harvest.params import (
     CRAWL_RUN_PREFIX,
     CatalogueParams,
 )
+from geoweb.models import RunStatus
 from geoweb_airflow import (
     CRAWL_POOL,
     RUN_CONF,
@@ -63,7 +64,7 @@ def _crawl_run() -> tuple[str, object]:
 
     run_id = _crawl_run_id(get_current_context()["dag_run"])
     with harvest_store() as store:
-        return run_id, HarvestParams.from_conf(store.run_conf(run_id))
+        return run_id, HarvestParams.from_conf(store.runs.conf(run_id))
 
 
 @task
@@ -82,7 +83,7 @@ def catalogues() -> list[str]:
         configured = [u for u in os.environ.get("GEOWEB_CSW_CATALOGUES", "").split(",") if u.strip()]
     with harvest_store() as store:
         store.migrate()
-        urls = store.csw_urls([*configured, *params.catalogues])
+        urls = store.resources.csw_urls([*configured, *params.catalogues])
     if not urls:
         logging.getLogger("geoweb.dags").warning(
             "no catalogue to harvest: set the Airflow Variable %s (a JSON list of CSW endpoints), or crawl "
@@ -163,7 +164,7 @@ def _mark_failed(context) -> None:
 
     run_id = _crawl_run_id(context["dag_run"])
     with harvest_store() as store, suppress(StoreError):  # unknown run: the DAG failed before the crawl began
-        store.end_run(run_id, "failed", {"reason": str(context.get("reason") or "a task failed")})
+        store.runs.end(run_id, RunStatus.FAILED, {"reason": str(context.get("reason") or "a task failed")})
 
 
 @dag(

@@ -18,6 +18,7 @@ from geoweb.harvest.params import (
     SEEDS_VARIABLE,
     HarvestParams,
 )
+from geoweb.models import RunStatus
 from geoweb_airflow import (
     CRAWL_POOL,
     SHARD_LABEL,
@@ -103,7 +104,7 @@ def _run(store):
     """(run_id, params) of the running task: the params start_run began the run with, stored with it, so
     every task of a run works with the same ones whatever the Variables say meanwhile."""
     run_id = get_current_context()["dag_run"].run_id
-    return run_id, HarvestParams.from_conf(store.run_conf(run_id))
+    return run_id, HarvestParams.from_conf(store.runs.conf(run_id))
 
 
 @task.short_circuit  # nothing to crawl: every later task is skipped
@@ -165,8 +166,10 @@ def finish_run() -> dict:
 def _mark_failed(context) -> None:
     """A failed DAG run is failed in the store too, so no run row stays 'running'."""
     with harvest_store() as store:
-        store.end_run(
-            context["dag_run"].run_id, "failed", {"reason": str(context.get("reason") or "a task failed")}
+        store.runs.end(
+            context["dag_run"].run_id,
+            RunStatus.FAILED,
+            {"reason": str(context.get("reason") or "a task failed")},
         )
 
 

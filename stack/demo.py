@@ -60,15 +60,15 @@ def run_crawl(client: AirflowClient, conf: dict, timeout: float = RUN_TIMEOUT) -
 def show_run(store: Store, run_id: str, out: Path) -> None:
     """Prints the run's per-level table, resources per type and a list of resources, and writes them out:
     resources.jsonl (the ``geoweb crawl`` records) and levels.png (the plot the run stored)."""
-    records = list(store.export_run(run_id))
-    report = CrawlReport(levels=store.level_stats(run_id))
+    records = list(store.resources.export(run_id))
+    report = CrawlReport(levels=store.runs.level_stats(run_id))
     report.resources_by_type = Counter(r["type"] for r in records)
     report.seconds = sum(s.seconds for s in report.levels)  # levels run one after the other
     print(level_table(report))
     out.mkdir(parents=True, exist_ok=True)
     with (out / "resources.jsonl").open("w", encoding="utf-8") as f:
         f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-    png = store.report_png(run_id)
+    png = store.runs.report_png(run_id)
     if png:
         (out / "levels.png").write_bytes(png)
     print(f"\n== resources found (first {min(SHOWN, len(records))} of {len(records)})")

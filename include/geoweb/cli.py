@@ -308,12 +308,12 @@ def _export(args) -> int:
     partial = target.with_name(target.name + ".part") if target else None
     try:
         with Store.from_env() as store:
-            run_id = store.latest_run() if args.run == "latest" else args.run
+            run_id = store.runs.latest() if args.run == "latest" else args.run
             if run_id is None:
                 raise StoreError("the database holds no run yet")
             count = 0
             with open(partial, "w", encoding="utf-8") if partial else nullcontext(sys.stdout) as out:
-                for record in store.export_run(run_id):
+                for record in store.resources.export(run_id):
                     out.write(json.dumps(record, ensure_ascii=False) + "\n")
                     count += 1
         if partial:

@@ -16,8 +16,8 @@ from importlib.resources import files
 import pytest
 
 from geoweb.connectors import ConfigError, ConnectorError, load_connector
-from geoweb.connectors.archive import Scene
 from geoweb.harvest.archive import harvest_archive
+from geoweb.models import Scene
 from geoweb.store import Store
 from tests.standins.archive import TAIPEI, NSPOStandin, STACStandin, make_scenes
 
@@ -45,7 +45,7 @@ def stored(store: Store, source: str) -> dict[str, tuple]:
 
 
 def state(store: Store, source: str):
-    return store.source_state(source)
+    return store.catalogue.source_state(source)
 
 
 @pytest.mark.parametrize("name", ADAPTERS)
@@ -264,7 +264,7 @@ def test_hostile_scenes_are_stored_as_far_as_they_can_be(store, caplog):
         scene("x" * 3000),
     ]
     with caplog.at_level(logging.WARNING):
-        counts = store.upsert_scenes(source, scenes)
+        counts = store.catalogue.upsert_scenes(source, scenes)
     assert counts == {"new": 7, "updated": 0, "refused": 2}
     rows = stored(store, source)
     assert rows["ok"][3].startswith("POLYGON") and rows["bowtie"][3].startswith("MULTIPOLYGON")

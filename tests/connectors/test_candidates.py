@@ -5,41 +5,43 @@ from __future__ import annotations
 
 import pytest
 
-from geoweb.connectors.base import Link
 from geoweb.connectors.candidates import candidate_type, candidates, footprint
+from geoweb.models import OnlineResource
 
 CASES = [
     # what the portal says
-    (Link("https://x.gov/a", "WMS"), "WMS"),
-    (Link("https://x.gov/a", "OGC:WFS"), "WFS"),
-    (Link("https://x.gov/a", "OGC:WMS-1.1.1-http-get-map"), "WMS"),
-    (Link("https://x.gov/a", "Web Map Tile Service"), "WMTS"),
-    (Link("https://x.gov/a", "sensor observation service"), "SOS"),
-    (Link("https://x.gov/a", "application/vnd.ogc.wms_xml"), "WMS"),
-    (Link("https://x.gov/a", "application/vnd.google-earth.kml+xml"), "KML"),
-    (Link("https://x.gov/a", "KMZ"), "KML"),
-    (Link("https://x.gov/a", "Esri Shapefile"), "SHAPEFILE"),
-    (Link("https://x.gov/a", "SHP"), "SHAPEFILE"),
-    (Link("https://x.gov/roads_shp.zip", "application/zip"), "SHAPEFILE"),
-    (Link("https://x.gov/download?id=1", "ZIP", "Roads (shapefile)"), "SHAPEFILE"),
+    (OnlineResource("https://x.gov/a", "WMS"), "WMS"),
+    (OnlineResource("https://x.gov/a", "OGC:WFS"), "WFS"),
+    (OnlineResource("https://x.gov/a", "OGC:WMS-1.1.1-http-get-map"), "WMS"),
+    (OnlineResource("https://x.gov/a", "Web Map Tile Service"), "WMTS"),
+    (OnlineResource("https://x.gov/a", "sensor observation service"), "SOS"),
+    (OnlineResource("https://x.gov/a", "application/vnd.ogc.wms_xml"), "WMS"),
+    (OnlineResource("https://x.gov/a", "application/vnd.google-earth.kml+xml"), "KML"),
+    (OnlineResource("https://x.gov/a", "KMZ"), "KML"),
+    (OnlineResource("https://x.gov/a", "Esri Shapefile"), "SHAPEFILE"),
+    (OnlineResource("https://x.gov/a", "SHP"), "SHAPEFILE"),
+    (OnlineResource("https://x.gov/roads_shp.zip", "application/zip"), "SHAPEFILE"),
+    (OnlineResource("https://x.gov/download?id=1", "ZIP", "Roads (shapefile)"), "SHAPEFILE"),
     # the URL, when the portal says nothing of use
-    (Link("https://x.gov/ows?SERVICE=WFS&REQUEST=GetCapabilities"), "WFS"),
+    (OnlineResource("https://x.gov/ows?SERVICE=WFS&REQUEST=GetCapabilities"), "WFS"),
     (
-        Link("https://x.gov/arcgis/services/Hydro/MapServer/WMSServer?request=GetCapabilities", "Esri REST"),
+        OnlineResource(
+            "https://x.gov/arcgis/services/Hydro/MapServer/WMSServer?request=GetCapabilities", "Esri REST"
+        ),
         "WMS",
     ),
-    (Link("https://x.gov/geoserver/wcs", "text/xml"), "WCS"),
-    (Link("https://x.gov/cgi-bin/mapserv?map=/maps/a.map"), "OGC"),
-    (Link("https://x.gov/parks.KMZ"), "KML"),
+    (OnlineResource("https://x.gov/geoserver/wcs", "text/xml"), "WCS"),
+    (OnlineResource("https://x.gov/cgi-bin/mapserv?map=/maps/a.map"), "OGC"),
+    (OnlineResource("https://x.gov/parks.KMZ"), "KML"),
     # not candidates
-    (Link("https://x.gov/rows.csv?accessType=DOWNLOAD", "text/csv"), None),
-    (Link("https://x.gov/wms_layers.csv"), None),
-    (Link("https://x.gov/wms/readme.pdf", "PDF"), None),
-    (Link("https://x.gov/api/views/abc/rows.json", "application/json"), None),
-    (Link("https://x.gov/data.zip", "application/zip"), None),
-    (Link("https://x.gov/index.html", "text/html"), None),
-    (Link("https://x.gov/subscriptions", "HTML"), None),
-    (Link("https://x.gov/sosa-ontology.rdf", "application/rdf+xml"), None),
+    (OnlineResource("https://x.gov/rows.csv?accessType=DOWNLOAD", "text/csv"), None),
+    (OnlineResource("https://x.gov/wms_layers.csv"), None),
+    (OnlineResource("https://x.gov/wms/readme.pdf", "PDF"), None),
+    (OnlineResource("https://x.gov/api/views/abc/rows.json", "application/json"), None),
+    (OnlineResource("https://x.gov/data.zip", "application/zip"), None),
+    (OnlineResource("https://x.gov/index.html", "text/html"), None),
+    (OnlineResource("https://x.gov/subscriptions", "HTML"), None),
+    (OnlineResource("https://x.gov/sosa-ontology.rdf", "application/rdf+xml"), None),
 ]
 
 
@@ -49,8 +51,8 @@ def test_candidate_type(link, kind):
 
 
 def test_candidates_keep_order_and_each_url_once():
-    links = [Link("https://x.gov/a.kml"), Link("https://x.gov/t.csv"), Link("https://x.gov/a.kml", "KML"),
-             Link("https://x.gov/w?service=WMS")]  # fmt: skip
+    links = [OnlineResource("https://x.gov/a.kml"), OnlineResource("https://x.gov/t.csv"), OnlineResource("https://x.gov/a.kml", "KML"),
+             OnlineResource("https://x.gov/w?service=WMS")]  # fmt: skip
     assert candidates(links) == {"https://x.gov/a.kml": "KML", "https://x.gov/w?service=WMS": "WMS"}
 
 

@@ -12,11 +12,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from geoweb.connectors import ConnectorError, Record
+from geoweb.connectors import ConnectorError
 from geoweb.connectors.csw import CSWConnector, source_name
 from geoweb.harvest import crawl
 from geoweb.harvest.catalogue import catalogue_seeds, harvest_catalogue, start_catalogue_crawl
 from geoweb.harvest.params import HarvestParams
+from geoweb.models import Record
 from geoweb.store import Store
 from tests.integration.conftest import testweb  # noqa: F401  (the fixture that starts the test web)
 from testweb.catalogue import RECORDS
@@ -100,7 +101,7 @@ def test_an_unreachable_catalogue_is_a_clear_error():
 def test_harvest_loads_records_with_footprints_then_goes_incremental(store):
     first = harvest_catalogue(store, connector(page_size=5))
     assert first["mode"] == "full" and first["complete"] and first["new"] == 17 and first["withdrawn"] == 0
-    state = store.source_state(SOURCE)
+    state = store.catalogue.source_state(SOURCE)
     assert state.last_status == "success" and state.watermark == datetime(2024, 5, 1, tzinfo=UTC)
     assert state.last_full_harvest is not None and state.last_counts["new"] == 17
     with store.conn, store.conn.cursor() as cur:
@@ -125,12 +126,12 @@ def test_harvest_loads_records_with_footprints_then_goes_incremental(store):
 
 def test_only_a_complete_full_harvest_withdraws(store):
     gone = Record(source=SOURCE, identifier="urn:uuid:gone-from-the-catalogue", title="Gone")
-    store.upsert_records(SOURCE, [gone])
+    store.catalogue.upsert_records(SOURCE, [gone])
 
     with pytest.raises(ConnectorError):  # a failed harvest: nothing withdrawn
         harvest_catalogue(store, CSWConnector({"url": PYCSW}), full=True)
     assert statuses(store)[gone.identifier] == "active"
-    failed = store.source_state(SOURCE)
+    failed = store.catalogue.source_state(SOURCE)
     assert failed.last_status == "failed" and "may not be fetched" in failed.last_error
 
     partial = harvest_catalogue(store, connector(page_size=5, max_pages=2), full=True)  # stops early
@@ -143,13 +144,18 @@ def test_only_a_complete_full_harvest_withdraws(store):
     assert list(statuses(store).values()).count("active") == 17
 
     # a withdrawn record that comes back is active again
-    assert store.upsert_records(SOURCE, [gone]) == {"new": 0, "updated": 1, "unchanged": 0, "refused": 0}
+    assert store.catalogue.upsert_records(SOURCE, [gone]) == {
+        "new": 0,
+        "updated": 1,
+        "unchanged": 0,
+        "refused": 0,
+    }
     assert statuses(store)[gone.identifier] == "active"
 
 
 def validate(store: Store, run_id: str) -> dict:
     """The rest of the DAG's validation crawl of a begun run: its one level, then finish_run."""
-    params = HarvestParams.from_conf(store.run_conf(run_id))
+    params = HarvestParams.from_conf(store.runs.conf(run_id))
     assert params.max_level == 0
     for shard in crawl.plan_level(store, run_id, 0, params):
         crawl.crawl_shard(store, run_id, 0, shard, params)
@@ -163,7 +169,7 @@ def test_the_catalogue_leads_the_crawl_to_what_no_page_links(store, manifest):
     seeds = start_catalogue_crawl(store, run_id, CRAWL_CONF)
     assert seeds == 6  # the 7 links of our records, two of them on one endpoint; the CITE records have none
     summary = validate(store, run_id)
-    found = {(r["url"], r["type"]): r for r in store.export_run(run_id)}
+    found = {(r["url"], r["type"]): r for r in store.resources.export(run_id)}
     only_in_catalogue = [(r["url"], r["type"]) for r in manifest["resources"] if r["via"] == "catalogue"]
     assert len(only_in_catalogue) == 5
     for key in only_in_catalogue:

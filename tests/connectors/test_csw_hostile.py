@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from geoweb.connectors import ConnectorError, Record
+from geoweb.connectors import ConnectorError
 from geoweb.connectors.csw import CSWConnector, iso_record, parse_page
 from geoweb.harvest.catalogue import catalogue_seeds, harvest_catalogue
+from geoweb.models import Record
 from geoweb.store import Store
 from geoweb.xmlsafe import parse_xml
 from tests.standins.server import Standin
@@ -188,12 +189,12 @@ def test_a_missing_next_record_pages_on_by_what_was_returned():
 def test_a_broken_page_fails_the_harvest_keeps_earlier_pages_and_withdraws_nothing(kind, message, store):
     with CatalogueStandin(records(12)) as csw:
         stale = Record(source=connector(csw).source, identifier="stale", title="loaded by an earlier harvest")
-        store.upsert_records(connector(csw).source, [stale])
+        store.catalogue.upsert_records(connector(csw).source, [stale])
         csw.fail(page=2, kind=kind)
         with pytest.raises(ConnectorError, match=message):
             harvest_catalogue(store, connector(csw), full=True)
         source = connector(csw).source
-    state = store.source_state(source)
+    state = store.catalogue.source_state(source)
     assert state.last_status == "failed" and "records from 6" in state.last_error and state.watermark is None
     assert statuses(store, source) == {"stale": "active"} | {f"r{i:02d}": "active" for i in range(5)}
 
@@ -214,7 +215,7 @@ def test_a_refused_date_filter_falls_back_to_a_full_harvest_that_withdraws(store
     with CatalogueStandin(records(7)) as csw:
         source = connector(csw).source
         harvest_catalogue(store, connector(csw))
-        assert store.source_state(source).watermark == datetime(2025, 3, 1, tzinfo=UTC)
+        assert store.catalogue.source_state(source).watermark == datetime(2025, 3, 1, tzinfo=UTC)
         csw.records = records(6)  # r06 deleted
         csw.filters = False
         with caplog.at_level(logging.WARNING):
@@ -251,7 +252,7 @@ def test_hostile_record_values_are_cleaned_or_refused(store, caplog):
         rows = {row[0]: row[1:] for row in cur.fetchall()}
     assert rows["outside"][0] is True and rows["long"][1] == 2000
     # a date in the year 9999 does not become the watermark: it would hide every later change
-    assert store.source_state(source).watermark == datetime(2025, 3, 1, tzinfo=UTC)
+    assert store.catalogue.source_state(source).watermark == datetime(2025, 3, 1, tzinfo=UTC)
 
 
 def test_records_in_two_catalogues_are_one_record_and_one_seed(store):

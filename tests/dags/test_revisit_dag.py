@@ -120,7 +120,7 @@ def test_an_airflow_run_checks_what_is_due_and_obeys_the_policy_variable(postgis
         with Store(dsn) as store:
             store.migrate()
             crawled(store, wms_at(server.url("/wms")), wms_at(server.url("/tiles/wms")))
-            with store._transaction() as cur:
+            with store.transaction() as cur:
                 cur.execute("UPDATE resources SET last_seen = now() - interval '2 days'")  # due
         env = {
             **os.environ, "GEOWEB_DB": dsn, "AIRFLOW_HOME": str(tmp_path), "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
@@ -134,7 +134,7 @@ def test_an_airflow_run_checks_what_is_due_and_obeys_the_policy_variable(postgis
             env=env, capture_output=True, text=True, timeout=120,
         )  # fmt: skip
         assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
-        with Store(dsn) as store, store._transaction() as cur:
+        with Store(dsn) as store, store.transaction() as cur:
             cur.execute(
                 "SELECT r.url, c.outcome, c.run_id, s.next_check_at > now() + interval '29 days' "
                 "FROM resources r JOIN resource_schedule s ON s.resource_id = r.id "

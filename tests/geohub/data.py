@@ -3,8 +3,7 @@ known places, words and sources, and hostile titles, abstracts and URLs (script 
 
 from __future__ import annotations
 
-from geoweb.crawl import Page
-from geoweb.models import Dataset, Resource
+from geoweb.models import Dataset, Page, Resource, RunStatus
 from geoweb.semantic import tag_datasets
 from geoweb.settings import Settings
 from geoweb.store import Store
@@ -112,15 +111,15 @@ def load(dsn: str) -> None:
     for resource in ALL:
         tag_datasets(resource.datasets, Settings().concept_lcs_threshold)
     with Store(dsn) as store:
-        store.begin_run(RUN_1, {})
+        store.runs.begin(RUN_1, {})
         pages = [found(r, catalogue, 1) for r in (RIVERS, PARCELS)]
-        store.commit_pages(RUN_1, pages, 1, keyword_of={p.url: "hydrography" for p in pages})
-        store.end_run(RUN_1, "success", {})
-        store.begin_run(RUN_2, {})
+        store.frontier.commit_pages(RUN_1, pages, 1, keyword_of={p.url: "hydrography" for p in pages})
+        store.runs.end(RUN_1, RunStatus.SUCCESS, {})
+        store.runs.begin(RUN_2, {})
         pages = [found(r, maps, 1) for r in (RIVERS, PARCELS, ISLANDS, ARCHIVE, *ALPINE)]
         pages += [found(r, more, 2) for r in (STATIONS, HOSTILE)]
-        store.commit_pages(RUN_2, pages, 1, keyword_of={})
-        store.end_run(RUN_2, "success", {})
+        store.frontier.commit_pages(RUN_2, pages, 1, keyword_of={})
+        store.runs.end(RUN_2, RunStatus.SUCCESS, {})
 
 
 def resource_id(dsn: str, resource: Resource) -> int:

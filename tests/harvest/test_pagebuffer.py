@@ -2,8 +2,8 @@
 
 import pytest
 
-from geoweb.crawl import Page
 from geoweb.harvest.pagebuffer import PageBuffer
+from geoweb.models import Page
 
 
 class Clock:

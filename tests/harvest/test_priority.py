@@ -17,11 +17,11 @@ import psycopg2
 import pytest
 from psycopg2.extras import execute_values
 
-from geoweb.crawl.engine import Page
 from geoweb.crawl.jsonl import crawl_to_jsonl
 from geoweb.harvest.crawl import crawl_shard, finish_run, plan_level, start_run
 from geoweb.harvest.params import MAX_LEVEL, HarvestParams
-from geoweb.links.priority import Link, RecordedLink, apply_budget, recall_curve
+from geoweb.links.priority import apply_budget, recall_curve
+from geoweb.models import Link, Page, RecordedLink
 from geoweb.store import Store, shard_of
 from tests.harvest.web import LoopbackWeb
 
@@ -52,7 +52,7 @@ def planned(postgis_dsn):
     params = HarvestParams.from_conf({"seeds": [SEED], "shards": SHARDS, "link_budget": 0.25})
     with Store(postgis_dsn) as store:
         start_run(store, run_id, params)
-        store.commit_pages(run_id, [Page(SEED, None, 0, links=list(LINKS))], SHARDS)
+        store.frontier.commit_pages(run_id, [Page(SEED, None, 0, links=list(LINKS))], SHARDS)
         yield store, run_id, params
 
 
@@ -67,7 +67,7 @@ def test_the_budget_holds_per_level_across_shards(postgis_dsn, planned):
     assert shards == sorted({shard_of(url.rsplit("/", 1)[0], SHARDS) for url in kept})
     # each shard's pending URLs come best score first
     for shard in shards:
-        scores = [score for _, _, _, score in store.pending_urls(run_id, 1, shard)]
+        scores = [score for _, _, _, score in store.frontier.pending_urls(run_id, 1, shard)]
         assert scores == sorted(scores, reverse=True) and scores
 
 
@@ -77,7 +77,7 @@ def test_a_redone_level_skips_the_same_urls(postgis_dsn, planned):
     first = level_rows(postgis_dsn, run_id, 1)
     # half of the level is crawled (one kept URL fetched, one failed), then the plan is redone
     fetched, failed = sorted(url for url, (status, _, _) in first.items() if status == "discovered")[:2]
-    store.commit_pages(run_id, [Page(fetched, SEED, 1)], SHARDS)
+    store.frontier.commit_pages(run_id, [Page(fetched, SEED, 1)], SHARDS)
     with store.conn, store.conn.cursor() as cur:
         cur.execute("UPDATE frontier SET status = 'error' WHERE run_id = %s AND url = %s", (run_id, failed))
     plan_level(store, run_id, 1, params)
@@ -108,7 +108,7 @@ def test_the_database_budgets_a_level_in_the_order_of_the_library(postgis_dsn):
     params = HarvestParams.from_conf({"seeds": [SEED], "shards": SHARDS})
     with Store(postgis_dsn) as store:
         start_run(store, run_id, params)
-        store.commit_pages(run_id, [Page(SEED, None, 0, links=links)], SHARDS)
+        store.frontier.commit_pages(run_id, [Page(SEED, None, 0, links=links)], SHARDS)
         rows = level_rows(postgis_dsn, run_id, 1)
         for fraction, min_score in ((0.3, -math.inf), (0.5, 0.05), (0.01, -math.inf)):
             _, dropped = apply_budget(
@@ -119,7 +119,7 @@ def test_the_database_budgets_a_level_in_the_order_of_the_library(postgis_dsn):
                     "UPDATE frontier SET status = 'discovered', error_reason = NULL WHERE run_id = %s",
                     (run_id,),
                 )
-            assert store.skip_over_budget(run_id, 1, fraction, min_score) == len(dropped)
+            assert store.frontier.skip_over_budget(run_id, 1, fraction, min_score) == len(dropped)
             assert skipped(level_rows(postgis_dsn, run_id, 1)) == {link.url for link in dropped}
 
 
@@ -171,10 +171,10 @@ def test_the_database_computes_the_curve_of_the_library(postgis_dsn):
             links, found_on = random_run(rng)
             run_id = f"sqlcurve-{uuid.uuid4().hex[:8]}"
             record_run(postgis_dsn, run_id, links, found_on)
-            assert store.recall_curve(run_id) == recall_curve(links, found_on)
+            assert store.runs.recall_curve(run_id) == recall_curve(links, found_on)
         empty = f"sqlcurve-{uuid.uuid4().hex[:8]}"
         record_run(postgis_dsn, empty, [], [])
-        assert store.recall_curve(empty) == recall_curve([], [])
+        assert store.runs.recall_curve(empty) == recall_curve([], [])
 
 
 @pytest.fixture(scope="module")
@@ -199,7 +199,7 @@ def test_the_run_summary_holds_the_curve_of_the_in_process_crawl(postgis_dsn, we
             for shard in plan_level(store, run_id, level, params):
                 crawl_shard(store, run_id, level, shard, params)
         summary = finish_run(store, run_id)
-        exported = list(store.export_run(run_id))
+        exported = list(store.resources.export(run_id))
     assert {(r["url"], r["type"]) for r in exported} == {(r["url"], r["type"]) for r in records}
     assert report.stats["budget/dropped"] > 0
     assert summary["recall"] == report.recall.summary()

@@ -18,6 +18,7 @@ from geoweb.harvest.crawl import crawl_shard, finish_run, plan_level, start_run
 from geoweb.harvest.pagebuffer import COMMIT_PAGES
 from geoweb.harvest.params import MAX_LEVEL, HarvestParams
 from geoweb.store import Store, shard_of
+from geoweb.store.frontier import Frontier
 from tests.harvest.web import LIST_SIZE, LoopbackWeb
 
 MAX_HOPS = 2
@@ -28,19 +29,26 @@ class WorkerDied(Exception):
     """Raised by ``DyingStore``: the worker process is gone from here on."""
 
 
-class DyingStore(Store):
-    """A real store whose worker dies at a commit: after ``commits`` batches, the next never reaches the
-    database (as when a Celery worker is killed in the middle of a shard)."""
+class DyingFrontier(Frontier):
+    """A real frontier whose worker dies at a commit: after ``commits_left`` batches, the next never reaches
+    the database (as when a Celery worker is killed in the middle of a shard)."""
 
-    def __init__(self, dsn: str, commits: int):
-        super().__init__(dsn)
-        self.commits_left = commits
+    commits_left = 0
 
     def commit_pages(self, *args, **kwargs) -> None:
         if self.commits_left == 0:
             raise WorkerDied("killed in the middle of a shard")
         self.commits_left -= 1
         super().commit_pages(*args, **kwargs)
+
+
+class DyingStore(Store):
+    """A real store whose frontier dies after ``commits`` commits."""
+
+    def __init__(self, dsn: str, commits: int):
+        super().__init__(dsn)
+        self.frontier = DyingFrontier(self.conn)
+        self.frontier.commits_left = commits
 
 
 @pytest.fixture(scope="module")
@@ -123,8 +131,8 @@ def test_harvest_finds_what_a_plain_crawl_finds(postgis_dsn, web, params, refere
     records, report = reference
     run_id, requests = harvested
     with Store(postgis_dsn) as store:
-        exported = list(store.export_run(run_id))
-        levels = store.level_stats(run_id)
+        exported = list(store.resources.export(run_id))
+        levels = store.runs.level_stats(run_id)
     # the web: the WMS at level 1, 120 + 2 KML files at level 2; deep.kml is 3 hops away
     assert len(found(records)) == 1 + LIST_SIZE + 2
     assert found(exported) == found(records)
@@ -211,7 +219,7 @@ def test_an_interrupted_shard_resumes_with_no_url_lost_or_duplicated(
     # resumed: the same frontier, outcome by outcome, and the same resources as the uninterrupted run
     assert frontier(postgis_dsn, run_id) == frontier(postgis_dsn, reference_run)
     with Store(postgis_dsn) as store:
-        assert found(store.export_run(run_id)) == found(store.export_run(reference_run))
+        assert found(store.resources.export(run_id)) == found(store.resources.export(reference_run))
     # only the batch that died (and what was in flight when it died) was fetched twice
     pages = {page: n for page, n in requests.items() if page[1] != "/robots.txt"}
     twice = [page for page, n in pages.items() if n == 2]
@@ -221,7 +229,9 @@ def test_an_interrupted_shard_resumes_with_no_url_lost_or_duplicated(
 
 def test_level_statistics_survive_an_interrupted_shard(postgis_dsn, harvested, interrupted):
     with Store(postgis_dsn) as store:
-        assert figures(store.level_stats(interrupted[0])) == figures(store.level_stats(harvested[0]))
+        assert figures(store.runs.level_stats(interrupted[0])) == figures(
+            store.runs.level_stats(harvested[0])
+        )
 
 
 def test_seeds_are_normalised_once_and_a_dropped_seed_is_logged(postgis_dsn, caplog):

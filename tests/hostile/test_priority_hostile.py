@@ -16,7 +16,8 @@ from aiohttp import web
 from geoweb.crawl.jsonl import crawl_to_jsonl
 from geoweb.harvest.params import HarvestParams, InvalidParams
 from geoweb.links.extract import MAX_ANCHOR, extract_links
-from geoweb.links.priority import LinkScorer, RecordedLink, recall_curve
+from geoweb.links.priority import LinkScorer, recall_curve
+from geoweb.models import RecordedLink
 from geoweb.settings import Settings
 
 SCORER = LinkScorer.default()

@@ -40,21 +40,23 @@ def crawled(store: Store, *resources: Resource) -> None:
     for resource in resources:
         tag_datasets(resource.datasets, Settings().concept_lcs_threshold)
     run_id = f"hostile-{uuid.uuid4().hex[:12]}"
-    store.begin_run(run_id, {})
-    store.commit_pages(run_id, [page("http://seed.example/", 0, resources=list(resources))], shards=1)
+    store.runs.begin(run_id, {})
+    store.frontier.commit_pages(
+        run_id, [page("http://seed.example/", 0, resources=list(resources))], shards=1
+    )
 
 
 def revisit(store: Store, settings, *resources: Resource) -> dict[str, dict]:
     """One revisit run over those of ``resources`` that are due: each URL's JSON line."""
     urls = {r.url for r in resources}
-    due = store.due_resources(ALL_TYPES, 100_000, settings.revisit_initial_interval)
+    due = store.revisits.due(ALL_TYPES, 100_000, settings.revisit_initial_interval)
     lines: list[dict] = []
     check_resources(store, "hostile", [d.id for d in due if d.url in urls], settings, lines.append)
     return {line["url"]: line for line in lines}
 
 
 def history(store: Store, url: str) -> list[tuple]:
-    with store._transaction() as cur:
+    with store.transaction() as cur:
         cur.execute(
             "SELECT c.outcome, c.http_status, c.error_reason, c.details, s.interval_seconds, s.state "
             "FROM resource_checks c JOIN resources r ON r.id = c.resource_id "
@@ -93,7 +95,7 @@ def test_a_service_flipping_between_two_documents_is_changed_each_time_and_check
     rows = history(store, wms.url)
     assert [row[4] for row in rows][-1] == 2 * MS  # 8 ms, doubled to 16, then halved three times
     assert rows[1][3] == {"datasets_added": ["reservoirs"], "datasets_removed": ["lakes"]}
-    with store._transaction() as cur:
+    with store.transaction() as cur:
         cur.execute("SELECT title FROM resources WHERE url = %s AND type = 'WMS'", (wms.url,))
         assert cur.fetchone() == ("Regions, second edition",)
 

@@ -10,11 +10,11 @@ import logging
 import pytest
 from aiohttp import web
 
-from geoweb.crawl import Crawler, Page
+from geoweb.crawl import Crawler
 from geoweb.dedup import BloomFilter
 from geoweb.detect.ogc import OGCDetector
 from geoweb.fetch import Fetcher
-from geoweb.models import Resource
+from geoweb.models import Page, Resource
 from tests.hostile.servers import PagesServer, loopback_settings
 
 CAPABILITIES = b"""<?xml version="1.0" encoding="UTF-8"?>

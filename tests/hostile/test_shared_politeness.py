@@ -16,8 +16,7 @@ from pathlib import Path
 from aiohttp import web
 
 from geoweb.harvest.revisit import _check_all
-from geoweb.revisit.models import CheckResult, Due
-from geoweb.revisit.schedule import ScheduleState
+from geoweb.models import CheckResult, Due, ScheduleState
 from geoweb.settings import Settings
 from tests.hostile.politeness import LEASES_URL, closest_starts, leases_client, peak_in_flight
 from tests.hostile.servers import PagesServer

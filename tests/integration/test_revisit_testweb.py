@@ -67,7 +67,7 @@ def test_real_servers_are_rechecked_unchanged_by_the_steps_and_the_cli(
     with Store(database) as store:
         crawl(store, "testweb-crawl", seeds, ["127.0.0.1"])
         lines = revisit(store, ["127.0.0.1"])
-        with store._transaction() as cur:
+        with store.transaction() as cur:
             cur.execute("SELECT url, type FROM resources")
             loaded = set(cur.fetchall())
             cur.execute("UPDATE resource_schedule SET next_check_at = now()")  # due again, for the CLI
@@ -94,7 +94,7 @@ def test_an_edited_copy_of_a_real_capabilities_document_is_found_changed(testweb
         crawl(store, "copy-crawl", [capabilities_url(server.url("/csw"), "CSW")], [server.hostport])
         mine = [server.hostport]
         assert [line["outcome"] for line in revisit(store, mine)] == ["unchanged"]
-        with store._transaction() as cur:
+        with store.transaction() as cur:
             cur.execute(
                 "UPDATE resource_schedule SET next_check_at = now() "
                 "WHERE resource_id = (SELECT id FROM resources WHERE url = %s)",
@@ -103,7 +103,7 @@ def test_an_edited_copy_of_a_real_capabilities_document_is_found_changed(testweb
         edited = original.replace(b"<ows:Title>", b"<ows:Title>Edited: ", 1)
         server.pages["/csw"] = ("application/xml", edited)
         [line] = revisit(store, mine)
-        with store._transaction() as cur:
+        with store.transaction() as cur:
             cur.execute("SELECT title FROM resources WHERE url = %s", (server.url("/csw"),))
             (title,) = cur.fetchone()
     assert line["outcome"] == "changed" and line["url"] == server.url("/csw")

@@ -27,5 +27,5 @@ def site() -> str:
 def run_id(store) -> str:
     """A run of this test's own, begun."""
     name = f"test-{uuid.uuid4().hex[:12]}"
-    store.begin_run(name, {"seeds": ["http://seed.example/"]})
+    store.runs.begin(name, {"seeds": ["http://seed.example/"]})
     return name

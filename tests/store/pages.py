@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from geoweb.crawl import Page
-from geoweb.models import Dataset, Resource
+from geoweb.models import Dataset, Page, Resource
 
 WHEN = "2026-03-01T08:30:00+00:00"
 

@@ -27,9 +27,11 @@ def counts(store: Store, run_id: str, site: str) -> dict[str, int]:
 
 def crawl_two_levels(store: Store, run_id: str, site: str) -> None:
     seed = f"{site}/"
-    store.add_urls(run_id, 0, [(seed, None, None)], 4)
-    store.commit_pages(run_id, [page(seed, 0, links=[f"{site}/maps", f"{site}/gone", f"{site}/private"])], 4)
-    store.commit_pages(
+    store.frontier.add_urls(run_id, 0, [(seed, None, None)], 4)
+    store.frontier.commit_pages(
+        run_id, [page(seed, 0, links=[f"{site}/maps", f"{site}/gone", f"{site}/private"])], 4
+    )
+    store.frontier.commit_pages(
         run_id,
         [
             page(
@@ -65,15 +67,21 @@ def test_redoing_pages_never_duplicates_a_row(store, run_id, site, caplog):
         (f"{site}/more", 2, "discovered", None, None),
         (f"{site}/private", 1, "skipped", "robots_disallowed", "robots.txt disallows this URL"),
     ]
-    assert store.pending_urls(
+    assert store.frontier.pending_urls(
         run_id, 2, scalar(store, "SELECT shard FROM frontier WHERE url = %s", f"{site}/more")
     ) == [(f"{site}/more", f"{site}/maps", None, 0.0)]
 
 
 def test_a_run_links_each_resource_at_the_lowest_level_it_was_found(store, run_id, site):
-    store.commit_pages(run_id, [page(f"{site}/deep", 2, f"{site}/b", [wms(site, 2, f"{site}/b")])], 4)
-    store.commit_pages(run_id, [page(f"{site}/near", 1, f"{site}/a", [wms(site, 1, f"{site}/a")])], 4)
-    store.commit_pages(run_id, [page(f"{site}/deeper", 3, f"{site}/c", [wms(site, 3, f"{site}/c")])], 4)
+    store.frontier.commit_pages(
+        run_id, [page(f"{site}/deep", 2, f"{site}/b", [wms(site, 2, f"{site}/b")])], 4
+    )
+    store.frontier.commit_pages(
+        run_id, [page(f"{site}/near", 1, f"{site}/a", [wms(site, 1, f"{site}/a")])], 4
+    )
+    store.frontier.commit_pages(
+        run_id, [page(f"{site}/deeper", 3, f"{site}/c", [wms(site, 3, f"{site}/c")])], 4
+    )
     assert rows(store, "SELECT level, source_page FROM run_resources WHERE run_id = %s", run_id) == [
         (1, f"{site}/a")
     ]
@@ -84,12 +92,12 @@ def test_a_run_links_each_resource_at_the_lowest_level_it_was_found(store, run_i
 
 
 def test_a_second_run_shares_the_resource_and_keeps_its_first_sighting(store, run_id, site):
-    store.commit_pages(run_id, [page(f"{site}/a", 1, None, [wms(site)])], 4)
+    store.frontier.commit_pages(run_id, [page(f"{site}/a", 1, None, [wms(site)])], 4)
     first_seen, last_seen = rows(
         store, "SELECT first_seen, last_seen FROM resources WHERE url LIKE %s", f"{site}/%"
     )[0]
-    store.begin_run(f"{run_id}-next", {})
-    store.commit_pages(f"{run_id}-next", [page(f"{site}/a", 1, None, [wms(site)])], 4)
+    store.runs.begin(f"{run_id}-next", {})
+    store.frontier.commit_pages(f"{run_id}-next", [page(f"{site}/a", 1, None, [wms(site)])], 4)
     assert scalar(store, "SELECT count(*) FROM resources WHERE url LIKE %s", f"{site}/%") == 1
     seen = rows(store, "SELECT first_seen, last_seen FROM resources WHERE url LIKE %s", f"{site}/%")[0]
     assert seen[0] == first_seen and seen[1] > last_seen
@@ -100,9 +108,11 @@ def test_a_second_run_shares_the_resource_and_keeps_its_first_sighting(store, ru
 
 
 def test_the_search_keyword_follows_pages_to_resources_and_links(store, run_id, site):
-    store.add_urls(run_id, 0, [(f"{site}/", None, "rivers")], 4)
-    store.commit_pages(run_id, [page(f"{site}/", 0, None, [wms(site, 0)], links=[f"{site}/next"])], 4)
-    store.commit_pages(
+    store.frontier.add_urls(run_id, 0, [(f"{site}/", None, "rivers")], 4)
+    store.frontier.commit_pages(
+        run_id, [page(f"{site}/", 0, None, [wms(site, 0)], links=[f"{site}/next"])], 4
+    )
+    store.frontier.commit_pages(
         run_id, [page(f"{site}/other", 0, None, [kml(site, 0)])], 4, {f"{site}/other": "trails"}
     )
     assert rows(
@@ -117,7 +127,7 @@ def test_the_search_keyword_follows_pages_to_resources_and_links(store, run_id, 
 
 
 def test_datasets_follow_the_document(store, run_id, site):
-    store.commit_pages(run_id, [page(f"{site}/a", 1, None, [wms(site, layers=3)])], 4)
+    store.frontier.commit_pages(run_id, [page(f"{site}/a", 1, None, [wms(site, layers=3)])], 4)
     ids = rows(
         store,
         "SELECT d.position, d.id FROM datasets d JOIN resources r ON r.id = d.resource_id "
@@ -126,7 +136,7 @@ def test_datasets_follow_the_document(store, run_id, site):
     )
     changed = wms(site, layers=2)
     changed.datasets[1].title = "Renamed"
-    store.commit_pages(run_id, [page(f"{site}/a", 1, None, [changed])], 4)
+    store.frontier.commit_pages(run_id, [page(f"{site}/a", 1, None, [changed])], 4)
     assert rows(
         store,
         "SELECT d.position, d.id, d.title FROM datasets d JOIN resources r ON r.id = d.resource_id "
@@ -159,7 +169,7 @@ def test_a_hostile_resource_loads_what_it_can_and_loses_nothing_else(store, run_
     )
     unkeyable = Resource(url=f"{site}/" + "x" * 5000, type="WMS", title="too long to be a key")
     with caplog.at_level(logging.WARNING, logger="geoweb.store"):
-        store.commit_pages(
+        store.frontier.commit_pages(
             run_id,
             [
                 page(f"{site}/bad", 1, None, [hostile, unkeyable, kml(site)], links=[f"{site}/next"]),
@@ -224,11 +234,11 @@ def test_a_hostile_resource_loads_what_it_can_and_loses_nothing_else(store, run_
 def test_a_hundred_thousand_datasets_load_in_one_commit_and_export(store, run_id, site):
     big = wms(site, layers=100_000)
     started = time.monotonic()
-    store.commit_pages(
+    store.frontier.commit_pages(
         run_id, [page(f"{site}/big", 1, None, [big]), page(f"{site}/small", 1, None, [kml(site)])], 4
     )
     committed = time.monotonic()
-    exported = list(store.export_run(run_id))
+    exported = list(store.resources.export(run_id))
     done = time.monotonic()
     assert counts(store, run_id, site)["datasets"] == 100_002
     assert [r["datasets"] for r in exported] == [100_000, 2]
@@ -241,10 +251,10 @@ def test_a_hundred_thousand_datasets_load_in_one_commit_and_export(store, run_id
 
 
 def test_rows_the_database_refuses_fail_their_page_only(store, run_id, site, caplog):
-    store.add_urls(run_id, 1, [(f"{site}/poison", None, None), (f"{site}/fine", None, None)], 4)
+    store.frontier.add_urls(run_id, 1, [(f"{site}/poison", None, None), (f"{site}/fine", None, None)], 4)
     poison = page(f"{site}/poison", 2**31, None, [kml(site)])  # a level beyond the integer column
     with caplog.at_level(logging.ERROR, logger="geoweb.store"):
-        store.commit_pages(run_id, [poison, page(f"{site}/fine", 1, None, [wms(site)])], 4)
+        store.frontier.commit_pages(run_id, [poison, page(f"{site}/fine", 1, None, [wms(site)])], 4)
     assert rows(store, "SELECT type FROM resources WHERE url LIKE %s", f"{site}/%") == [("WMS",)]
     (status, reason, message), fine = rows(
         store,
@@ -268,7 +278,7 @@ def test_workers_committing_the_same_resources_at_once_neither_fail_nor_duplicat
                 links = [f"{site}/shared/{i}", f"{site}/{name}/{i}"]
                 found = [wms(site, layers=50), kml(site)]
                 try:
-                    store.commit_pages(
+                    store.frontier.commit_pages(
                         run_id, [page(f"{site}/{name}/page{i}", 1, None, found, links=links)], 4
                     )
                 except Exception as exc:  # the test asserts there is none

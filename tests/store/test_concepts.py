@@ -47,7 +47,7 @@ def tagged(site: str) -> list[Resource]:
 @pytest.fixture
 def loaded(store, run_id, site) -> list[Resource]:
     resources = tagged(site)
-    store.commit_pages(run_id, [page(f"{site}/", 0, None, resources)], 1)
+    store.frontier.commit_pages(run_id, [page(f"{site}/", 0, None, resources)], 1)
     return resources
 
 
@@ -86,7 +86,7 @@ def test_concepts_are_stored_and_exported(store, run_id, loaded):
             ("ms:lakes", ["lake"]), ("ms:canals", ["canal"]), ("ms:roads", ["road"]), ("ms:layer_9", []),
         ]  # fmt: skip
     store.conn.rollback()
-    exported = {r["url"]: r for r in store.export_run(run_id)}
+    exported = {r["url"]: r for r in store.resources.export(run_id)}
     datasets = exported[loaded[0].url]["dataset_list"]
     assert [d["concepts"] for d in datasets] == [["lake"], ["canal"], ["road"], []]
     assert datasets[0]["extra"]["concept_matches"][0]["method"] == "label"
@@ -96,7 +96,7 @@ def test_a_recrawl_that_tags_differently_updates_the_concepts(store, run_id, sit
     wfs = tagged(site)[0]
     wfs.datasets[3] = Dataset("ms:layer_9", extra={"schema_properties": ["building_type"]})
     tag_datasets(wfs.datasets, Settings().concept_lcs_threshold)
-    store.commit_pages(run_id, [page(f"{site}/again", 0, None, [wfs])], 1)
+    store.frontier.commit_pages(run_id, [page(f"{site}/again", 0, None, [wfs])], 1)
     with store.conn.cursor() as cur:
         cur.execute(
             "SELECT d.concepts FROM datasets d JOIN resources r ON r.id = d.resource_id "

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from geoweb.crawl import LevelStats
 from geoweb.errors import HTTPStatusError
-from geoweb.models import Dataset, Resource
+from geoweb.models import Dataset, LevelStats, Resource, RunStatus
 from geoweb.store import Store
 from tests.store.pages import page
 
@@ -77,20 +76,24 @@ def load(dsn: str) -> None:
     )
     with Store(dsn) as store:
         store.migrate()
-        store.begin_run("run-1", {})
-        store.commit_pages("run-1", [page(f"{SITE}/", 1, None, [rivers_wms, features])], 2)
-        store.end_run("run-1", "success", {})
-        store.begin_run("run-2", {})
-        store.add_urls("run-2", 0, [(f"{SITE}/", None, "rivers")], 2)
-        store.commit_pages("run-2", [page(f"{SITE}/", 0, None, links=[f"{SITE}/maps", f"{SITE}/gone"])], 2)
-        store.commit_pages("run-2", [
+        store.runs.begin("run-1", {})
+        store.frontier.commit_pages("run-1", [page(f"{SITE}/", 1, None, [rivers_wms, features])], 2)
+        store.runs.end("run-1", RunStatus.SUCCESS, {})
+        store.runs.begin("run-2", {})
+        store.frontier.add_urls("run-2", 0, [(f"{SITE}/", None, "rivers")], 2)
+        store.frontier.commit_pages(
+            "run-2", [page(f"{SITE}/", 0, None, links=[f"{SITE}/maps", f"{SITE}/gone"])], 2
+        )
+        store.frontier.commit_pages("run-2", [
             page(f"{SITE}/maps", 1, f"{SITE}/", [rivers_wms, tiles], links=[f"{SITE}/data"]),
             page(f"{SITE}/gone", 1, f"{SITE}/", error=HTTPStatusError(404, url=f"{SITE}/gone")),
         ], 2)  # fmt: skip
-        store.commit_pages("run-2", [page(f"{SITE}/data", 2, f"{SITE}/maps", [gauges, trails])], 2)
-        store.save_level_stats("run-2", 0, 0, LevelStats(0, urls=1, seconds=0.5))
-        store.save_level_stats("run-2", 1, 0, LevelStats(1, urls=3, resources=1, failures=1, seconds=1.0))
-        store.save_level_stats("run-2", 1, 1, LevelStats(1, urls=2, resources=1, seconds=2.0))
+        store.frontier.commit_pages("run-2", [page(f"{SITE}/data", 2, f"{SITE}/maps", [gauges, trails])], 2)
+        store.runs.save_level_stats("run-2", 0, 0, LevelStats(0, urls=1, seconds=0.5))
+        store.runs.save_level_stats(
+            "run-2", 1, 0, LevelStats(1, urls=3, resources=1, failures=1, seconds=1.0)
+        )
+        store.runs.save_level_stats("run-2", 1, 1, LevelStats(1, urls=2, resources=1, seconds=2.0))
 
 
 def query(store: Store, heading: str) -> list[tuple]:

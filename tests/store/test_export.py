@@ -29,14 +29,14 @@ def crawled(site: str) -> list:
 
 def test_export_returns_the_records_of_the_crawl(store, run_id, site):
     resources = crawled(site)
-    store.commit_pages(run_id, [page(f"{site}/maps", 1, f"{site}/", resources[:1])], 4)
-    store.commit_pages(run_id, [page(f"{site}/files", 2, f"{site}/maps", resources[1:])], 4)
-    assert as_json(list(store.export_run(run_id))) == as_json([r.to_record() for r in resources])
+    store.frontier.commit_pages(run_id, [page(f"{site}/maps", 1, f"{site}/", resources[:1])], 4)
+    store.frontier.commit_pages(run_id, [page(f"{site}/files", 2, f"{site}/maps", resources[1:])], 4)
+    assert as_json(list(store.resources.export(run_id))) == as_json([r.to_record() for r in resources])
 
 
 def test_export_of_an_unknown_run_says_so(store):
     with pytest.raises(StoreError, match="unknown run 'no-such-run'"):
-        next(store.export_run("no-such-run"))
+        next(store.resources.export("no-such-run"))
 
 
 def geoweb(*args: str, db: str | None) -> subprocess.CompletedProcess:
@@ -50,7 +50,7 @@ def geoweb(*args: str, db: str | None) -> subprocess.CompletedProcess:
 
 def test_geoweb_export_writes_the_run_as_json_lines(store, postgis_dsn, run_id, site, tmp_path):
     resources = crawled(site)
-    store.commit_pages(run_id, [page(f"{site}/maps", 1, f"{site}/", resources)], 4)
+    store.frontier.commit_pages(run_id, [page(f"{site}/maps", 1, f"{site}/", resources)], 4)
     expected = as_json([r.to_record() for r in sorted(resources, key=lambda r: r.level)])
     for run in (run_id, "latest"):
         output = tmp_path / f"{run}.jsonl"

@@ -36,9 +36,11 @@ def test_shards_spread_origins_and_refuse_no_shards():
 
 def test_add_urls_counts_only_new_urls_and_keeps_the_first_level(store, run_id, site):
     links = [(f"{site}/a", None, "rivers"), (f"{site}/b", None, None), (f"{site}/a", None, "lakes")]
-    assert store.add_urls(run_id, 0, links, shards=4) == 2
+    assert store.frontier.add_urls(run_id, 0, links, shards=4) == 2
     assert (
-        store.add_urls(run_id, 3, [(f"{site}/a", f"{site}/x", None), (f"{site}/c", f"{site}/b", None)], 4)
+        store.frontier.add_urls(
+            run_id, 3, [(f"{site}/a", f"{site}/x", None), (f"{site}/c", f"{site}/b", None)], 4
+        )
         == 1
     )
     assert rows(
@@ -51,13 +53,16 @@ def test_add_urls_counts_only_new_urls_and_keeps_the_first_level(store, run_id, 
         (f"{site}/c", 3, f"{site}/b", None, "discovered"),
     ]
     shard = shard_of(site, 4)
-    assert store.pending_shards(run_id, 0) == [shard]
-    assert store.pending_urls(run_id, 0, shard) == [
+    assert store.frontier.pending_shards(run_id, 0) == [shard]
+    assert store.frontier.pending_urls(run_id, 0, shard) == [
         (f"{site}/a", None, "rivers", 0.0),
         (f"{site}/b", None, None, 0.0),
     ]
-    assert store.pending_urls(run_id, 0, (shard + 1) % 4) == []
-    assert store.origin_counts(run_id, [site, "http://other.example"]) == {site: 3, "http://other.example": 0}
+    assert store.frontier.pending_urls(run_id, 0, (shard + 1) % 4) == []
+    assert store.frontier.origin_counts(run_id, [site, "http://other.example"]) == {
+        site: 3,
+        "http://other.example": 0,
+    }
 
 
 def test_unstorable_urls_are_logged_and_the_rest_added(store, run_id, site, caplog):
@@ -68,7 +73,7 @@ def test_unstorable_urls_are_logged_and_the_rest_added(store, run_id, site, capl
         (f"{site}/fine", None, "key\x00word"),
     ]
     with caplog.at_level(logging.WARNING, logger="geoweb.store"):
-        assert store.add_urls(run_id, 0, links, 2) == 1
+        assert store.frontier.add_urls(run_id, 0, links, 2) == 1
     assert len([r for r in caplog.records if "not stored in the frontier" in r.message]) == 3
     assert rows(store, "SELECT url, keyword FROM frontier WHERE run_id = %s", run_id) == [
         (f"{site}/fine", "keyword")
@@ -83,7 +88,7 @@ def test_two_workers_adding_overlapping_links_at_once_add_each_url_once(postgis_
         links = [(f"{site}/page/{i}", None, None) for i in range(first, first + 1500)]
         with Store(postgis_dsn) as store:
             barrier.wait()
-            added.append(store.add_urls(run_id, 1, links, 4))
+            added.append(store.frontier.add_urls(run_id, 1, links, 4))
 
     threads = [threading.Thread(target=worker, args=(first,)) for first in (0, 500)]
     for t in threads:
@@ -97,5 +102,5 @@ def test_two_workers_adding_overlapping_links_at_once_add_each_url_once(postgis_
 
 def test_a_run_never_begun_is_refused(store, site):
     with pytest.raises(psycopg2.errors.ForeignKeyViolation, match="crawl_runs"):
-        store.add_urls("never-begun", 0, [(f"{site}/", None, None)], 4)
+        store.frontier.add_urls("never-begun", 0, [(f"{site}/", None, None)], 4)
     assert scalar(store, "SELECT count(*) FROM frontier WHERE run_id = 'never-begun'") == 0

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from geoweb.harvest.revisit import Schedule
-from geoweb.models import Dataset
-from geoweb.revisit.models import CheckResult, Due
+from geoweb.models import CheckResult, Dataset, Due
 from tests.store.pages import page, wms
 
 H = 3600.0
@@ -24,20 +23,20 @@ DOC = Path(__file__).parents[2] / "docs" / "revisits.md"
 def due(store, run_id, site) -> Due:
     """A crawled WMS with two layers, just enrolled (a tiny initial interval: due at once)."""
     resource = wms(site)
-    store.commit_pages(run_id, [page(f"{site}/", 0, resources=[resource])], shards=1)
-    [enrolled] = [d for d in store.due_resources(["WMS"], 100_000, TINY) if d.url == resource.url]
+    store.frontier.commit_pages(run_id, [page(f"{site}/", 0, resources=[resource])], shards=1)
+    [enrolled] = [d for d in store.revisits.due(["WMS"], 100_000, TINY) if d.url == resource.url]
     return enrolled
 
 
 def rows(store, sql: str, *args) -> list[tuple]:
-    with store._transaction() as cur:
+    with store.transaction() as cur:
         cur.execute(sql, args)
         return cur.fetchall()
 
 
 def save(store, due: Due, outcome: str, **result) -> tuple[Due, dict]:
     """Record one check as a revisit does; returns the resource as due next time (forced due) and details."""
-    details, _ = store.record_check(
+    details, _ = store.revisits.record_check(
         "revisit-test",
         CheckResult(due, outcome, 0.25, **result),
         lambda final: SCHEDULE.after(due.state, final),
@@ -45,15 +44,15 @@ def save(store, due: Due, outcome: str, **result) -> tuple[Due, dict]:
     rows(
         store, "UPDATE resource_schedule SET next_check_at = now() WHERE resource_id = %s RETURNING 1", due.id
     )
-    [again] = store.still_due([due.id])
+    [again] = store.revisits.still_due([due.id])
     return again, details
 
 
 def test_enrolment_takes_the_initial_interval_and_has_no_fingerprint_yet(store, due):
     assert due.type == "WMS" and due.version == "1.3.0" and due.baseline is None
     assert (due.state.interval, due.state.failures, due.state.checks, due.state.dead) == (TINY, 0, 0, False)
-    store.due_resources(["WMS"], 10, 5 * H)  # enrolling again changes nothing
-    assert store.still_due([due.id]) == [due]
+    store.revisits.due(["WMS"], 10, 5 * H)  # enrolling again changes nothing
+    assert store.revisits.still_due([due.id]) == [due]
 
 
 def test_unchanged_check_is_history_and_schedules_later(store, due):
@@ -63,17 +62,19 @@ def test_unchanged_check_is_history_and_schedules_later(store, due):
         4 * H,
         due.id,
     )
-    [due] = store.still_due([due.id])
+    [due] = store.revisits.still_due([due.id])
     before = datetime.now(UTC)
     result = CheckResult(due, "unchanged", 0.5, 200, fingerprint="ab" * 32)
-    _, delay = store.record_check("run-a", result, lambda outcome: SCHEDULE.after(due.state, outcome))
+    _, delay = store.revisits.record_check(
+        "run-a", result, lambda outcome: SCHEDULE.after(due.state, outcome)
+    )
     assert delay == 8 * H
     [(next_at, interval, checks, last)] = rows(
         store, "SELECT next_check_at, interval_seconds, checks, last_outcome FROM resource_schedule "
         "WHERE resource_id = %s", due.id)  # fmt: skip
     assert (interval, checks, last) == (8 * H, 1, "unchanged")
     assert before + timedelta(hours=8) <= next_at <= datetime.now(UTC) + timedelta(hours=8)
-    assert store.still_due([due.id]) == []  # a retried task does not check it again
+    assert store.revisits.still_due([due.id]) == []  # a retried task does not check it again
     history = rows(store, "SELECT run_id, outcome, http_status, content_sha256, seconds, details "
                           "FROM resource_checks WHERE resource_id = %s", due.id)  # fmt: skip
     assert history == [("run-a", "unchanged", 200, "ab" * 32, 0.5, {})]
@@ -115,16 +116,16 @@ def test_dead_after_n_failures_is_a_state_never_a_deletion_and_a_success_revives
                           "ORDER BY id", due.id)  # fmt: skip
     assert history == [("failed", 503, "http_status"), ("failed", None, "timeout"), ("failed", None, "connection"),
                        ("failed", None, "timeout"), ("unchanged", 200, None)]  # fmt: skip
-    assert store.revisit_overview()["alive"] >= 1
+    assert store.revisits.overview()["alive"] >= 1
 
 
 def test_postponed_resources_are_not_due_and_hostile_text_is_cleaned(store, due):
-    store.postpone([due.id], 2 * H)
-    assert store.still_due([due.id]) == []
+    store.revisits.postpone([due.id], 2 * H)
+    assert store.revisits.still_due([due.id]) == []
     rows(
         store, "UPDATE resource_schedule SET next_check_at = now() WHERE resource_id = %s RETURNING 1", due.id
     )
-    [due] = store.still_due([due.id])
+    [due] = store.revisits.still_due([due.id])
     save(store, due, "failed", error_reason="not_found", error_message="nul\x00 byte " + "x" * 100_000)
     [(message,)] = rows(store, "SELECT error_message FROM resource_checks WHERE resource_id = %s", due.id)
     assert "\x00" not in message and len(message) < 100_000

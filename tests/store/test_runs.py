@@ -2,8 +2,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from geoweb.crawl import LevelStats, Page
 from geoweb.errors import HTTPStatusError, RobotsDisallowed
+from geoweb.models import LevelStats, Page, RunStatus
 from geoweb.store import Store, StoreError
 from tests.store.pages import kml, page, wms
 from tests.store.queries import rows
@@ -11,56 +11,56 @@ from tests.store.queries import rows
 
 def test_a_run_begins_resumes_and_ends(store, run_id):
     (started,) = rows(store, "SELECT started_at FROM crawl_runs WHERE run_id = %s", run_id)[0]
-    store.end_run(run_id, "failed", {"error": "worker lost"})
-    store.begin_run(run_id, {"seeds": ["http://seed.example/"], "resumed": True})
+    store.runs.end(run_id, RunStatus.FAILED, {"error": "worker lost"})
+    store.runs.begin(run_id, {"seeds": ["http://seed.example/"], "resumed": True})
     status, params, resumed_start, finished = rows(
         store, "SELECT status, params, started_at, finished_at FROM crawl_runs WHERE run_id = %s", run_id
     )[0]
     assert (status, params["resumed"], resumed_start, finished) == ("running", True, started, None)
     png = b"\x89PNG\r\n\x1a\n\x00binary"
-    store.end_run(run_id, "success", {"resources": 19, "note": "nul\x00here"}, report_png=png)
+    store.runs.end(run_id, RunStatus.SUCCESS, {"resources": 19, "note": "nul\x00here"}, report_png=png)
     status, summary, stored_png, finished = rows(
         store, "SELECT status, summary, report_png, finished_at FROM crawl_runs WHERE run_id = %s", run_id
     )[0]
     assert (status, summary, bytes(stored_png)) == ("success", {"resources": 19, "note": "nulhere"}, png)
     assert finished >= started
-    assert store.report_png(run_id) == png
-    assert store.report_png("never-begun") is None
+    assert store.runs.report_png(run_id) == png
+    assert store.runs.report_png("never-begun") is None
 
 
 def test_latest_run_is_the_last_begun(store, run_id):
-    assert store.latest_run() == run_id
-    store.begin_run(f"{run_id}-later", {})
-    assert store.latest_run() == f"{run_id}-later"
+    assert store.runs.latest() == run_id
+    store.runs.begin(f"{run_id}-later", {})
+    assert store.runs.latest() == f"{run_id}-later"
 
 
 def test_ending_an_unknown_run_says_so(store):
     with pytest.raises(StoreError, match="unknown run 'never-begun'"):
-        store.end_run("never-begun", "success", {})
+        store.runs.end("never-begun", RunStatus.SUCCESS, {})
 
 
 def test_level_stats_count_committed_pages_once_when_a_shard_is_redone(store, run_id, site):
     seed = f"{site}/"
-    store.add_urls(run_id, 0, [(seed, None, None)], 2)
+    store.frontier.add_urls(run_id, 0, [(seed, None, None)], 2)
     level_1 = [f"{site}/{i}" for i in range(6)]
-    store.commit_pages(run_id, [page(seed, 0, links=level_1)], 2)
-    store.save_level_stats(run_id, 0, 0, LevelStats(0, urls=1, seconds=0.25))
+    store.frontier.commit_pages(run_id, [page(seed, 0, links=level_1)], 2)
+    store.runs.save_level_stats(run_id, 0, 0, LevelStats(0, urls=1, seconds=0.25))
     # a shard commits half its level, dies before saving its statistics, and is redone for the other half
-    store.commit_pages(run_id, [
+    store.frontier.commit_pages(run_id, [
         page(level_1[0], 1, seed, [wms(site, 1, seed)]),
         page(level_1[1], 1, seed, error=HTTPStatusError(500, url=level_1[1])),
         page(level_1[2], 1, seed, error=RobotsDisallowed(url=level_1[2])),
     ], 2)  # fmt: skip
-    store.commit_pages(
+    store.frontier.commit_pages(
         run_id, [page(level_1[3], 1, seed, [kml(site, 1, seed)]), page(level_1[4], 1, seed)], 2
     )
-    store.save_level_stats(run_id, 1, 0, LevelStats(1, urls=2, resources=1, seconds=1.5))
-    store.save_level_stats(run_id, 1, 1, LevelStats(1, urls=0, seconds=2.5))
-    assert store.level_stats(run_id) == [
+    store.runs.save_level_stats(run_id, 1, 0, LevelStats(1, urls=2, resources=1, seconds=1.5))
+    store.runs.save_level_stats(run_id, 1, 1, LevelStats(1, urls=0, seconds=2.5))
+    assert store.runs.level_stats(run_id) == [
         LevelStats(0, urls=1, resources=0, failures=0, seconds=0.25),
         LevelStats(1, urls=4, resources=2, failures=1, seconds=2.5),  # robots.txt refusals are not fetches
     ]
-    assert store.level_stats("no-such-run") == []
+    assert store.runs.level_stats("no-such-run") == []
 
 
 def test_from_env_names_the_missing_setting():
@@ -90,16 +90,16 @@ def test_a_wrong_database_is_a_clear_error_that_keeps_the_password_out(postgis_d
 
 def test_deferred_pages_are_kept_with_their_reason_counted_and_their_hosts_set_aside(store, run_id, site):
     seed, other = f"{site}/", "http://tarpit.example.org"
-    store.add_urls(run_id, 0, [(seed, None, None)], 2)
+    store.frontier.add_urls(run_id, 0, [(seed, None, None)], 2)
     level_1 = [f"{site}/a", f"{other}/1", f"{other}/2", f"{other}/3"]
-    store.commit_pages(run_id, [page(seed, 0, links=level_1)], 2)
-    store.commit_pages(
+    store.frontier.commit_pages(run_id, [page(seed, 0, links=level_1)], 2)
+    store.frontier.commit_pages(
         run_id,
         [page(level_1[0], 1, seed), page(level_1[1], 1, seed, error=HTTPStatusError(503, url=level_1[1]))],
         2,
     )
     deferred = [Page(url, seed, 1, deferred="host_failures") for url in level_1[2:]]
-    store.commit_pages(run_id, deferred, 2)
+    store.frontier.commit_pages(run_id, deferred, 2)
     status = rows(
         store, "SELECT url, status, error_reason FROM frontier WHERE run_id = %s AND level = 1", run_id
     )
@@ -109,12 +109,14 @@ def test_deferred_pages_are_kept_with_their_reason_counted_and_their_hosts_set_a
         f"{other}/2": ("deferred", "host_failures"),
         f"{other}/3": ("deferred", "host_failures"),
     }
-    (level_1_stats,) = [s for s in store.level_stats(run_id) if s.level == 1]
+    (level_1_stats,) = [s for s in store.runs.level_stats(run_id) if s.level == 1]
     assert (
         level_1_stats.urls,
         level_1_stats.failures,
         level_1_stats.deferred,
         level_1_stats.deferred_hosts,
     ) == (2, 1, 2, 1)
-    assert store.set_aside(run_id) == {other: "host_failures"}
-    assert store.pending_urls(run_id, 1, 0) + store.pending_urls(run_id, 1, 1) == []  # nothing left to fetch
+    assert store.frontier.set_aside(run_id) == {other: "host_failures"}
+    assert (
+        store.frontier.pending_urls(run_id, 1, 0) + store.frontier.pending_urls(run_id, 1, 1) == []
+    )  # nothing left to fetch

@@ -22,7 +22,7 @@ def test_a_second_harvest_of_a_source_waits_for_the_first_and_starts_from_its_wa
             seen["while_first_ran"] = not first_done.is_set()
 
     first_done = threading.Event()
-    with store.harvesting(source, "csw", source) as harvest:
+    with store.catalogue.harvesting(source, "csw", source) as harvest:
         waiting = threading.Thread(target=second)
         waiting.start()
         time.sleep(0.5)  # time for the second harvest to reach the lock
@@ -36,7 +36,7 @@ def test_a_second_harvest_of_a_source_waits_for_the_first_and_starts_from_its_wa
 def test_harvests_of_different_sources_run_at_once(store, postgis_dsn):
     first, other_source = (f"csw:http://{uuid.uuid4().hex[:12]}.example/csw" for _ in range(2))
     with (
-        store.harvesting(first, "csw", first),
+        store.catalogue.harvesting(first, "csw", first),
         Store(postgis_dsn) as other,
         other.harvesting(other_source, "csw", other_source) as harvest,
     ):

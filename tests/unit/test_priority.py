@@ -9,18 +9,17 @@ import pytest
 from aiohttp import web
 
 from geoweb.crawl.jsonl import crawl_to_jsonl
-from geoweb.crawl.report import CrawlReport, LevelStats
+from geoweb.crawl.report import CrawlReport
 from geoweb.links.priority import (
     DEPTH_WEIGHT,
     PERCENTS,
-    Link,
     LinkScorer,
-    RecordedLink,
     _parse_vocabulary,
     apply_budget,
     kept_count,
     recall_curve,
 )
+from geoweb.models import LevelStats, Link, RecordedLink
 from geoweb.settings import Settings
 
 SCORER = LinkScorer.default()

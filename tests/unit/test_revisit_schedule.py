@@ -8,10 +8,8 @@ import pytest
 from geoweb.harvest.params import RevisitParams
 from geoweb.harvest.recheck import fingerprint, recheck_url
 from geoweb.harvest.revisit import Schedule
-from geoweb.models import Dataset, Resource
+from geoweb.models import Dataset, Due, Resource, ScheduleState
 from geoweb.paramspec import InvalidParams
-from geoweb.revisit.models import Due
-from geoweb.revisit.schedule import ScheduleState
 
 H = 3600.0
 SCHEDULE = Schedule(min_interval=1 * H, max_interval=64 * H, dead_after=3)

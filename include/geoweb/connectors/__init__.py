@@ -6,7 +6,7 @@ one line in ``CONNECTORS``.
 
 from __future__ import annotations
 
-from geoweb.connectors.base import ConfigError, Connector, ConnectorError, Link, QuotaExceeded, Record
+from geoweb.connectors.base import ConfigError, Connector, ConnectorError, QuotaExceeded
 from geoweb.registry import resolve
 
 CONNECTORS: dict[str, str] = {
@@ -30,8 +30,6 @@ __all__ = [
     "ConfigError",
     "Connector",
     "ConnectorError",
-    "Link",
     "QuotaExceeded",
-    "Record",
     "load_connector",
 ]

@@ -1,4 +1,5 @@
-"""What every connector shares: the records it yields, its configuration, its errors, and the interface.
+"""What every connector shares: its configuration, its errors, and the interface (the records it yields are
+``geoweb.models.Record``).
 
 A connector reads one outside source (a web-search API, a data portal, a catalogue, an image archive) and
 yields records. It is built from a plain config dict (base URL, key, page size, timeout...) that the DAGs
@@ -11,12 +12,10 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass, field
-from datetime import datetime
 from typing import Any, ClassVar
 
 from geoweb.errors import GeowebError
-from geoweb.models import BBox
+from geoweb.models import Record
 
 
 class ConnectorError(GeowebError):
@@ -39,38 +38,6 @@ class ConfigError(ConnectorError):
 
     reason = "config"
     user_msg = "The connector is not configured"
-
-
-@dataclass(slots=True)
-class Link:
-    """An online resource of a record: a page, a service endpoint or a file."""
-
-    url: str
-    protocol: str | None = None  # e.g. OGC:WMS, a DCAT format or media type, as the source says it
-    name: str | None = None
-
-
-@dataclass(slots=True)
-class Record:
-    """One item of a source: a search hit, a portal dataset, a catalogue record."""
-
-    source: str  # the connector instance's name, e.g. "searxng", "datagov", "csw:<url>"
-    identifier: str  # unique within the source
-    title: str | None = None
-    abstract: str | None = None
-    keywords: list[str] = field(default_factory=list)
-    bbox: BBox | None = None  # WGS84
-    modified: datetime | None = None
-    links: list[Link] = field(default_factory=list)
-    keyword: str | None = None  # the search keyword that produced it
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON-lines form the connector commands print."""
-        record = asdict(self)
-        record["bbox"] = list(self.bbox) if self.bbox else None
-        record["modified"] = self.modified.isoformat() if self.modified else None
-        return record
 
 
 class Connector(ABC):

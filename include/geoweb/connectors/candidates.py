@@ -22,9 +22,8 @@ import shapely.geometry
 from shapely.errors import ShapelyError
 
 from geoweb.connectors.api import APIConnector
-from geoweb.connectors.base import Link, Record
 from geoweb.detect.ogc.common import checked_bbox, points_to_endpoint
-from geoweb.models import OGC_TYPES, BBox
+from geoweb.models import OGC_TYPES, BBox, OnlineResource, Record
 
 log = logging.getLogger("geoweb.connectors")
 
@@ -50,7 +49,7 @@ _DOCUMENT = re.compile(r"(?<![a-z])(csv|tsv|json|pdf|xlsx?|docx?|rdf|txt|text/pl
 _DOCUMENT_EXTENSION = re.compile(r"\.(csv|tsv|json|pdf|xlsx?|docx?|rdf|txt)$", re.I)
 
 
-def candidate_type(link: Link) -> str | None:
+def candidate_type(link: OnlineResource) -> str | None:
     """The kind of resource a link points to: an OGC service type, ``KML``, ``SHAPEFILE``, ``OGC`` (an OGC
     endpoint of a type yet unknown), or None when it is not a candidate."""
     if link.protocol:
@@ -60,7 +59,7 @@ def candidate_type(link: Link) -> str | None:
     return _by_url(link.url, link.name or "")
 
 
-def candidates(links: Iterable[Link]) -> dict[str, str]:
+def candidates(links: Iterable[OnlineResource]) -> dict[str, str]:
     """The candidate links' URLs with their kind (see ``candidate_type``), in order, each URL once."""
     found: dict[str, str] = {}
     for link in links:
@@ -70,7 +69,7 @@ def candidates(links: Iterable[Link]) -> dict[str, str]:
     return found
 
 
-def _by_protocol(said: str, link: Link) -> str | None:
+def _by_protocol(said: str, link: OnlineResource) -> str | None:
     for pattern, kind in _SERVICE_NAMES:
         if pattern.search(said):
             return kind
@@ -138,7 +137,7 @@ class Portal(APIConnector):
         identifier: str,
         spatial: Any,
         modified: Any,
-        links: list[Link],
+        links: list[OnlineResource],
         extra: dict[str, Any],
         **fields: Any,
     ) -> Record:

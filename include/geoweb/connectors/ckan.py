@@ -15,8 +15,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from geoweb.connectors.api import DEFAULT_PAGES, error_text, http_url, malformed, said, text_of
-from geoweb.connectors.base import ConnectorError, Link, Record
+from geoweb.connectors.base import ConnectorError
 from geoweb.connectors.candidates import Portal
+from geoweb.models import OnlineResource, Record
 
 log = logging.getLogger("geoweb.connectors")
 
@@ -100,11 +101,11 @@ def _spatial(package: dict[str, Any]) -> Any:
     return package.get("spatial")
 
 
-def _link(resource: Any) -> Link | None:
+def _link(resource: Any) -> OnlineResource | None:
     if not isinstance(resource, dict) or http_url(resource.get("url")) is None:
         return None
     protocol = said(resource.get("format"), resource.get("mimetype"))
-    return Link(resource["url"], protocol, text_of(resource.get("name")))
+    return OnlineResource(resource["url"], protocol, text_of(resource.get("name")))
 
 
 def _list(value: Any) -> list[Any]:

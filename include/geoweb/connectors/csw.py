@@ -20,12 +20,12 @@ from owslib import ows
 from owslib.catalogue.csw2 import CswRecord
 from owslib.iso import MD_Metadata
 
-from geoweb.connectors.base import ConfigError, Connector, ConnectorError, Link, Record
+from geoweb.connectors.base import ConfigError, Connector, ConnectorError
 from geoweb.connectors.syncfetch import SyncFetcher
 from geoweb.detect.ogc.common import OGCExceptionReport, clean, lat_first, listed_bbox, with_query
 from geoweb.detect.ogc.csw import search_results
 from geoweb.errors import GeowebError
-from geoweb.models import BBox, union_bbox
+from geoweb.models import BBox, OnlineResource, Record, union_bbox
 from geoweb.settings import Settings
 from geoweb.xmlsafe import parse_xml
 
@@ -90,8 +90,8 @@ def dc_record(elem: etree._Element, source: str) -> Record | None:
     identifier = clean(record.identifier)
     if identifier is None:
         return None
-    links = [Link(url, protocol=clean(ref.get("scheme")) or clean(ref.get("protocol")),
-                  name=clean(ref.get("name")) or clean(ref.get("description")))
+    links = [OnlineResource(url, protocol=clean(ref.get("scheme")) or clean(ref.get("protocol")),
+                            name=clean(ref.get("name")) or clean(ref.get("description")))
              for ref in [*record.references, *record.uris] if (url := clean(ref.get("url")))]  # fmt: skip
     return Record(
         source=source,
@@ -119,11 +119,11 @@ def iso_record(elem: etree._Element, source: str) -> Record | None:
     online = [*getattr(distribution, "online", ()),
               *(o for d in getattr(distribution, "distributor", ()) for o in d.online),
               *(c for op in getattr(ident, "operations", ()) for c in op.get("connectpoint", ()))]  # fmt: skip
-    links: dict[tuple[str, str | None], Link] = {}
+    links: dict[tuple[str, str | None], OnlineResource] = {}
     for resource in online:
         url, protocol = clean(resource.url), clean(resource.protocol)
         if url and (url, protocol) not in links:  # each operation of a service repeats its endpoint
-            links[url, protocol] = Link(url, protocol=protocol, name=clean(resource.name))
+            links[url, protocol] = OnlineResource(url, protocol=protocol, name=clean(resource.name))
     box = getattr(ident, "bbox", None)
     return Record(
         source=source,

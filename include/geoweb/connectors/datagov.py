@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from geoweb.connectors.api import DEFAULT_PAGES, http_url, malformed, said, text_of
-from geoweb.connectors.base import Link, Record
 from geoweb.connectors.candidates import Portal
+from geoweb.models import OnlineResource, Record
 
 log = logging.getLogger("geoweb.connectors")
 
@@ -100,7 +100,7 @@ def _page(answer: Any, source: str, what: str) -> tuple[list[Any], str | None]:
     return answer["results"], after
 
 
-def _links(distributions: Any) -> list[Link]:
+def _links(distributions: Any) -> list[OnlineResource]:
     """A DCAT distribution's download and access URLs, each with its format and media type."""
     links = []
     for item in distributions if isinstance(distributions, list) else []:
@@ -111,6 +111,8 @@ def _links(distributions: Any) -> list[Link]:
             url = http_url(item.get(key))
             if url:
                 links.append(
-                    Link(url, protocol if isinstance(protocol, str) else None, text_of(item.get("title")))
+                    OnlineResource(
+                        url, protocol if isinstance(protocol, str) else None, text_of(item.get("title"))
+                    )
                 )
     return links

@@ -1,6 +1,10 @@
 """The breadth-first crawl: levels of URLs fetched, classified by detectors, and their links followed."""
 
-from geoweb.crawl.engine import Crawler, LevelResult, Page
-from geoweb.crawl.report import CrawlReport, LevelStats
+from geoweb.crawl.engine import Crawler, LevelResult
+from geoweb.crawl.report import CrawlReport
 
-__all__ = ["CrawlReport", "Crawler", "LevelResult", "LevelStats", "Page"]
+__all__ = [
+    "CrawlReport",
+    "Crawler",
+    "LevelResult",
+]

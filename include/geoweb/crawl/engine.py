@@ -16,23 +16,15 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from geoweb.crawl.report import CrawlReport, LevelStats
+from geoweb.crawl.report import CrawlReport
 from geoweb.detect.base import DetectContext, Detector
 from geoweb.errors import FetchError, GeowebError, RobotsDisallowed
 from geoweb.fetch.response import Response
 from geoweb.links.extract import extract_links
 from geoweb.links.filters import HostBudget, URLFilters
 from geoweb.links.normalize import origin
-from geoweb.links.priority import (
-    Link,
-    LinkScorer,
-    RecordedLink,
-    apply_budget,
-    by_priority,
-    check_budget,
-    recall_curve,
-)
-from geoweb.models import ALL_TYPES, Resource
+from geoweb.links.priority import LinkScorer, apply_budget, by_priority, check_budget, recall_curve
+from geoweb.models import ALL_TYPES, LevelStats, Link, Page, RecordedLink, Resource
 from geoweb.semantic import tag_datasets
 from geoweb.settings import Settings
 
@@ -40,20 +32,6 @@ log = logging.getLogger("geoweb.crawl")
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 SNIFFED_TYPES = frozenset({"", "text/plain", "application/octet-stream", "binary/octet-stream"})
-
-
-@dataclass
-class Page:
-    """What became of one URL of a level: handed to ``on_page`` as soon as the URL is done, so a caller can
-    commit progress page by page (a crawl killed half-way then redoes only the pages it had not committed)."""
-
-    url: str
-    source: str | None
-    level: int
-    resources: list[Resource] = field(default_factory=list)
-    links: list[Link] = field(default_factory=list)
-    error: FetchError | None = None  # the fetch failed (robots.txt refusals included)
-    deferred: str | None = None  # not fetched: its host was set aside, for this reason
 
 
 PageSink = Callable[[Page], None]

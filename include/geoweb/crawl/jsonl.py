@@ -7,9 +7,9 @@ import json
 from collections.abc import Collection, Iterable
 from typing import TextIO
 
-from geoweb.crawl.engine import Page
 from geoweb.crawl.factory import open_crawler
 from geoweb.crawl.report import CrawlReport
+from geoweb.models import Page
 from geoweb.settings import Settings
 
 

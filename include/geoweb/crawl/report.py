@@ -6,21 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from geoweb.links.priority import RecallCurve
-
-
-@dataclass
-class LevelStats:
-    level: int
-    urls: int = 0  # URLs fetched at this level (the paper's "URLs crawled")
-    resources: int = 0
-    failures: int = 0
-    seconds: float = 0.0
-    deferred: int = 0  # URLs not fetched: their host was set aside (time or failure budget, level deadline)
-    deferred_hosts: int = 0
-
-    @property
-    def discovery_ratio(self) -> float:
-        return self.resources / self.urls if self.urls else 0.0
+from geoweb.models import LevelStats
 
 
 @dataclass

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from geoweb.models import CheckOutcome
+
 MAX_LISTED = 200  # changed or failed resources listed in a revisit report
 
 
@@ -63,7 +65,7 @@ def crawl_run_plot(conn, run_id: str) -> bytes | None:
 
 def revisit_run_report(conn, run_id: str) -> RevisitRunReport:
     """The checks of the revisit run ``run_id`` by outcome, with the resources that changed or failed."""
-    report = RevisitRunReport(run_id, {"unchanged": 0, "changed": 0, "failed": 0})
+    report = RevisitRunReport(run_id, {str(outcome): 0 for outcome in CheckOutcome})
     with conn.cursor() as cur:
         cur.execute(
             "SELECT outcome, count(*) FROM resource_checks WHERE run_id = %s GROUP BY outcome", (run_id,)
@@ -73,11 +75,11 @@ def revisit_run_report(conn, run_id: str) -> RevisitRunReport:
             "SELECT k.outcome, r.type, r.url, coalesce(k.error_reason || ': ' || k.error_message, "
             "k.error_reason, k.details::text) "
             "FROM resource_checks k JOIN resources r ON r.id = k.resource_id "
-            "WHERE k.run_id = %s AND k.outcome <> 'unchanged' ORDER BY k.outcome, r.type, r.url LIMIT %s",
-            (run_id, 2 * MAX_LISTED),
+            "WHERE k.run_id = %s AND k.outcome <> %s ORDER BY k.outcome, r.type, r.url LIMIT %s",
+            (run_id, CheckOutcome.UNCHANGED, 2 * MAX_LISTED),
         )
         for outcome, kind, url, detail in cur.fetchall():
-            listed = report.changed if outcome == "changed" else report.failed
+            listed = report.changed if outcome == CheckOutcome.CHANGED else report.failed
             if len(listed) < MAX_LISTED:
                 listed.append(CheckedResource(kind, url, detail))
     return report

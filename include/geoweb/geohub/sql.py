@@ -10,6 +10,7 @@ file's, its whole document's), so a resource is found wherever one of its datase
 from __future__ import annotations
 
 from geoweb.geohub.query import Box, SearchQuery
+from geoweb.models import ResourceStatus
 
 WORDS = "websearch_to_tsquery('english', %(text)s)"
 # An address is indexed whole and as its words (geoweb_url_words, migration 0005): match either.
@@ -92,7 +93,7 @@ def search_statement(query: SearchQuery) -> tuple[str, dict]:
         params["concepts"] = query.concepts()
         where.append(_ABOUT)
     if query.answering:
-        where.append("r.last_status <> 'dead'")
+        where.append(f"r.last_status <> '{ResourceStatus.DEAD}'")
     where_sql = "\n      AND ".join(where)
     sql = _PAGE.format(materialized=materialized, rank=rank, where=where_sql, order=order, outer=outer)
     return sql, params

@@ -17,7 +17,7 @@ def harvest_archive(store: Store, adapter: ArchiveAdapter, *, bbox: BBox | None 
     """Load the scenes acquired since the source's watermark into the store, committing page by page; returns
     the counts. A failure is recorded with the source and raised: scenes already committed stay (loading them
     again changes nothing) and the watermark moves only when a harvest ends well."""
-    with store.harvesting(adapter.source, adapter.name, adapter.base_url) as harvest:
+    with store.catalogue.harvesting(adapter.source, adapter.name, adapter.base_url) as harvest:
         since = harvest.state.watermark
         counts = harvest.counts
         counts |= {
@@ -28,7 +28,7 @@ def harvest_archive(store: Store, adapter: ArchiveAdapter, *, bbox: BBox | None 
             "refused": 0,
         }
         for scenes in adapter.pages(since=since, bbox=bbox):
-            for key, value in store.upsert_scenes(adapter.source, scenes).items():
+            for key, value in store.catalogue.upsert_scenes(adapter.source, scenes).items():
                 counts[key] += value
             counts["pages"] += 1
             harvest.advance(s.acquired_at for s in scenes)

@@ -14,12 +14,12 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from geoweb.connectors.base import Link
 from geoweb.connectors.candidates import candidates
 from geoweb.connectors.csw import CSWConnector
 from geoweb.harvest.crawl import start_run
 from geoweb.harvest.params import CRAWL_RUN_PREFIX, MAX_SEEDS, HarvestParams
 from geoweb.links.filters import URLFilters
+from geoweb.models import OnlineResource
 from geoweb.settings import Settings
 from geoweb.store import Store
 
@@ -37,7 +37,7 @@ def harvest_catalogue(
     ``full_every``. Only a full harvest that ends normally with every matched record received withdraws the
     records it did not see. A failure is recorded with the source and raised: pages already committed stay,
     nothing is withdrawn and the watermark does not move."""
-    with store.harvesting(connector.source, "csw", connector.url) as harvest:
+    with store.catalogue.harvesting(connector.source, "csw", connector.url) as harvest:
         state = harvest.state
         if not full and state.watermark is not None and state.last_full_harvest is not None:
             full = datetime.now(UTC) - state.last_full_harvest >= full_every
@@ -47,7 +47,7 @@ def harvest_catalogue(
                                  "duplicates", "withdrawn"), 0)  # fmt: skip
         seen: set[str] = set()
         for page in connector.pages(since):  # at least one page, or an error
-            for key, value in store.upsert_records(connector.source, page.records).items():
+            for key, value in store.catalogue.upsert_records(connector.source, page.records).items():
                 counts[key] += value
             counts["pages"] += 1
             counts["received"] += page.returned
@@ -62,7 +62,7 @@ def harvest_catalogue(
             "complete": complete,
         }
         if counts["mode"] == "full" and complete:
-            counts["withdrawn"] = store.mark_withdrawn(connector.source, seen)
+            counts["withdrawn"] = store.catalogue.mark_withdrawn(connector.source, seen)
             harvest.full = True
         elif counts["mode"] == "full":
             log.warning(
@@ -79,12 +79,12 @@ def catalogue_seeds(store: Store, kind: str = "csw", *, everything: bool = False
     once (the first catalogue by URL keeps it), in order. Unless ``everything``, a link an earlier catalogue
     crawl fetched after its record last changed is left out: what it proved is re-checked by the revisits."""
     filters = URLFilters.from_settings(Settings.from_env())
-    validated = {} if everything else store.validated_seeds(CRAWL_RUN_PREFIX)
+    validated = {} if everything else store.runs.validated_seeds(CRAWL_RUN_PREFIX)
     seeds: dict[str, str] = {}
     unchanged = 0
-    for catalogue, links, changed_at in store.active_record_links(kind):
+    for catalogue, links, changed_at in store.catalogue.active_record_links(kind):
         offered = [
-            Link(link["url"], protocol=link.get("protocol"), name=link.get("name"))
+            OnlineResource(link["url"], protocol=link.get("protocol"), name=link.get("name"))
             for link in links
             if isinstance(link, dict) and isinstance(link.get("url"), str)
         ]
@@ -119,6 +119,6 @@ def start_catalogue_crawl(
         seeds = dict(list(seeds.items())[:MAX_SEEDS])
     params = HarvestParams.from_conf({**conf, "seeds": list(seeds), "max_level": 0})
     start_run(store, run_id, params)
-    store.set_seed_sources(run_id, seeds)
+    store.runs.set_seed_sources(run_id, seeds)
     log.info("run %s: %d catalogue links to validate", run_id, len(seeds))
     return len(seeds)

@@ -17,16 +17,16 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from geoweb.connectors import ConnectorError, Record, load_connector
+from geoweb.connectors import ConnectorError, load_connector
 from geoweb.connectors.candidates import Portal
 from geoweb.connectors.search.base import SearchProvider
-from geoweb.crawl import CrawlReport, LevelStats, Page
+from geoweb.crawl import CrawlReport
 from geoweb.crawl.factory import open_crawler
 from geoweb.harvest.pagebuffer import PageBuffer
 from geoweb.harvest.params import HarvestParams
 from geoweb.links.filters import URLFilters
 from geoweb.links.normalize import origin
-from geoweb.links.priority import Link
+from geoweb.models import LevelStats, Link, Page, Record, RunStatus
 from geoweb.store import Store
 
 log = logging.getLogger("geoweb.harvest")
@@ -35,9 +35,9 @@ log = logging.getLogger("geoweb.harvest")
 def start_run(store: Store, run_id: str, params: HarvestParams) -> int:
     """Migrate the store, begin (or resume) the run and add its seeds at level 0; returns the new seeds."""
     store.migrate()
-    store.begin_run(run_id, params.to_conf())
+    store.runs.begin(run_id, params.to_conf())
     seeds = _level_zero(params, ((seed, None, None) for seed in params.seeds))
-    added = store.add_urls(run_id, 0, seeds, params.shards)
+    added = store.frontier.add_urls(run_id, 0, seeds, params.shards)
     log.info("run %s: %d seeds, %d new to the run", run_id, len(seeds), added)
     return added
 
@@ -56,7 +56,7 @@ def seed_search(
                  len(keywords))  # fmt: skip
         return 0
     added = 0
-    done = store.searches_done(run_id)  # by an earlier try of this task: no quota is spent twice
+    done = store.runs.searches_done(run_id)  # by an earlier try of this task: no quota is spent twice
     try:
         for name in params.search_providers:
             connector = load_connector(name, config_of(name))
@@ -69,7 +69,7 @@ def seed_search(
                     found.extend(connector.records(query=keyword, pages=params.search_pages))
                 finally:  # what came before a failure is kept
                     added += _add_found(store, run_id, params, connector, keyword, found)
-                store.search_done(run_id, name, keyword, len(found))
+                store.runs.search_done(run_id, name, keyword, len(found))
     except ConnectorError as exc:
         log.error("run %s: search seeding failed: %s", run_id, exc)
         raise
@@ -87,9 +87,9 @@ def _add_found(
     """Add the seeds of a provider's records for a keyword; a portal's datasets go to the catalogue too."""
     links = ((url, page, keyword) for record in found for url, page in connector.seeds(record))
     seeds = _level_zero(params, links, logging.INFO)  # search results hold documents the crawl never fetches
-    added = store.add_urls(run_id, 0, seeds, params.shards)
+    added = store.frontier.add_urls(run_id, 0, seeds, params.shards)
     if isinstance(connector, Portal) and found:
-        store.upsert_records(connector.source, found)
+        store.catalogue.upsert_records(connector.source, found)
     log.info("run %s: %s %r: %d records, %d seeds, %d new to the run", run_id, connector.source, keyword,
              len(found), len(seeds), added)  # fmt: skip
     return added
@@ -121,10 +121,12 @@ def plan_level(store: Store, run_id: str, level: int, params: HarvestParams) -> 
         return []
     if level > 0 and (params.link_budget < 1 or params.link_min_score is not None):
         settings = params.settings()
-        skipped = store.skip_over_budget(run_id, level, settings.link_budget, settings.link_min_score)
+        skipped = store.frontier.skip_over_budget(
+            run_id, level, settings.link_budget, settings.link_min_score
+        )
         log.info("run %s: level %d: %d URLs not followed (link budget %s, minimum score %s)", run_id, level,
                  skipped, params.link_budget, params.link_min_score)  # fmt: skip
-    shards = store.pending_shards(run_id, level)
+    shards = store.frontier.pending_shards(run_id, level)
     log.info("run %s: level %d has %d shards to crawl: %s", run_id, level, len(shards), shards)
     return shards
 
@@ -134,7 +136,7 @@ def crawl_shard(store: Store, run_id: str, level: int, shard: int, params: Harve
 
     Returns a small summary (counts only). A shard with nothing pending (its task retried after it finished)
     changes nothing, its saved statistics included."""
-    items = store.pending_urls(run_id, level, shard)
+    items = store.frontier.pending_urls(run_id, level, shard)
     summary: dict[str, Any] = {"level": level, "shard": shard, "pending": len(items)}
     if not items:
         log.info("run %s: level %d shard %d has nothing pending", run_id, level, shard)
@@ -145,22 +147,24 @@ def crawl_shard(store: Store, run_id: str, level: int, shard: int, params: Harve
     log.info("run %s: level %d shard %d: %d URLs on %d hosts: %s", run_id, level, shard, len(items),
              len(origins), ", ".join(origins))  # fmt: skip
     # the shard owns its origins for the run, so their page budgets go on from the frontier's counts
-    budget_used = store.origin_counts(run_id, origins)
+    budget_used = store.frontier.origin_counts(run_id, origins)
     keyword_of = {url: keyword for url, _, keyword, _ in items}
 
     def commit(pages: list[Page]) -> None:
         # commits block the event loop for a moment, every batch: simpler than a writer thread, and cheap
-        store.commit_pages(run_id, pages, params.shards, keyword_of)
+        store.frontier.commit_pages(run_id, pages, params.shards, keyword_of)
         for page in pages:
             for resource in page.resources:
                 log.info("found %s %s (%d datasets) on %s", resource.type, resource.url,
                          len(resource.datasets), page.url)  # fmt: skip
 
     buffer = PageBuffer(commit)
-    set_aside = store.set_aside(run_id)  # hosts an earlier level's shard set aside stay aside for the run
+    set_aside = store.frontier.set_aside(
+        run_id
+    )  # hosts an earlier level's shard set aside stay aside for the run
     level_stats, stats = asyncio.run(_crawl(items, level, params, budget_used, set_aside, buffer))
     level_stats.seconds = time.monotonic() - started
-    store.save_level_stats(run_id, level, shard, level_stats)
+    store.runs.save_level_stats(run_id, level, shard, level_stats)
     summary |= {
         "urls": level_stats.urls,
         "resources": level_stats.resources,
@@ -201,10 +205,10 @@ def finish_run(store: Store, run_id: str) -> dict[str, Any]:
     """Log the run's per-level table and recall curve of the link budget, store them with the PNG plot of
     resources and discovery ratio per level and of the curve, and mark the run a success; returns the
     summary."""
-    report = CrawlReport(levels=store.level_stats(run_id))
-    report.resources_by_type = Counter(record["type"] for record in store.export_run(run_id))
+    report = CrawlReport(levels=store.runs.level_stats(run_id))
+    report.resources_by_type = Counter(record["type"] for record in store.resources.export(run_id))
     report.seconds = sum(s.seconds for s in report.levels)
-    report.recall = store.recall_curve(run_id)
+    report.recall = store.runs.recall_curve(run_id)
     log.info("run %s:\n%s\n%s", run_id, level_table(report), report.recall.table())
     png = io.BytesIO()
     report.plot(png)
@@ -221,7 +225,7 @@ def finish_run(store: Store, run_id: str) -> dict[str, Any]:
         "resources_by_type": dict(sorted(report.resources_by_type.items())),
         "recall": report.recall.summary(),
     }  # fmt: skip
-    store.end_run(run_id, "success", summary, report_png=png.getvalue())
+    store.runs.end(run_id, RunStatus.SUCCESS, summary, report_png=png.getvalue())
     return summary
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from geoweb.crawl import Page
+from geoweb.models import Page
 
 COMMIT_PAGES = 50
 COMMIT_SECONDS = 2.0

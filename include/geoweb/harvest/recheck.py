@@ -24,8 +24,7 @@ from urllib.parse import quote
 from geoweb.detect.base import DetectContext, Detector, Fetch
 from geoweb.detect.ogc.common import capabilities_url
 from geoweb.errors import FetchError, GeowebError, HTTPStatusError
-from geoweb.models import OGC_TYPES, Resource
-from geoweb.revisit.models import CheckResult, Due
+from geoweb.models import OGC_TYPES, CheckOutcome, CheckResult, Due, Resource
 from geoweb.semantic import tag_datasets
 from geoweb.settings import Settings
 
@@ -77,13 +76,13 @@ class Checker:
             result = await self._check(due)
         except FetchError as exc:
             status = exc.status if isinstance(exc, HTTPStatusError) else None
-            result = CheckResult(due, "failed", 0.0, status, exc.reason, str(exc))
+            result = CheckResult(due, CheckOutcome.FAILED, 0.0, status, exc.reason, str(exc))
         except Exception as exc:  # a detector bug must not end the revisit; it is logged with its trace
             log.exception("%s (%s): check crashed", due.url, due.type)
-            result = CheckResult(due, "failed", 0.0, None, "crash", f"{type(exc).__name__}: {exc}")
+            result = CheckResult(due, CheckOutcome.FAILED, 0.0, None, "crash", f"{type(exc).__name__}: {exc}")
         result.seconds = time.monotonic() - started
         self.stats[f"revisit/{result.outcome}"] += 1
-        if result.outcome == "failed":
+        if result.outcome == CheckOutcome.FAILED:
             self.stats[f"revisit/failed/{result.error_reason}"] += 1
             log.info(
                 "%s (%s): check failed (%s): %s", due.url, due.type, result.error_reason, result.error_message
@@ -93,7 +92,9 @@ class Checker:
     async def _check(self, due: Due) -> CheckResult:
         response = await self.fetch(recheck_url(due))
         if response.status >= 400:
-            return CheckResult(due, "failed", 0.0, response.status, "http_status", f"HTTP {response.status}")
+            return CheckResult(
+                due, CheckOutcome.FAILED, 0.0, response.status, "http_status", f"HTTP {response.status}"
+            )
         asked: set[str] = set()  # a detector's follow-up requests go once per check, as once per crawl
         ctx = _CheckContext(
             fetch=self.fetch,
@@ -110,13 +111,14 @@ class Checker:
             why = (
                 ctx.last_miss or f"no {due.type} in the answer ({response.content_type or 'no content type'})"
             )
-            return CheckResult(due, "failed", 0.0, response.status, "not_found", why)
+            return CheckResult(due, CheckOutcome.FAILED, 0.0, response.status, "not_found", why)
         resource = next((r for r in found if r.url == due.url), found[0])
         resource.url = due.url  # the key stays: a redirect does not make another resource
         # tagged with concepts as the crawl tags what it loads, or the reload would differ from the crawl's
         tag_datasets(resource.datasets, self.settings.concept_lcs_threshold)
         seen = fingerprint(resource)
-        outcome = "changed" if due.baseline is not None and seen != due.baseline else "unchanged"
+        changed = due.baseline is not None and seen != due.baseline
+        outcome = CheckOutcome.CHANGED if changed else CheckOutcome.UNCHANGED
         return CheckResult(due, outcome, 0.0, response.status, fingerprint=seen, resource=resource)
 
 

@@ -28,16 +28,14 @@ from geoweb.crawl.factory import open_crawler
 from geoweb.harvest.params import RevisitParams
 from geoweb.harvest.recheck import Checker
 from geoweb.links.normalize import origin
+from geoweb.models import CheckOutcome, CheckResult, Due, ScheduleState
 from geoweb.policy import URLPolicies
-from geoweb.revisit.models import CheckResult, Due
-from geoweb.revisit.schedule import ScheduleState
 from geoweb.settings import Settings
 from geoweb.store import Store, shard_of
 
 log = logging.getLogger("geoweb.revisit")
 
 COUNTS = ("checked", "unchanged", "changed", "failed", "newly_dead", "revived", "skipped")
-OUTCOMES = ("unchanged", "changed", "failed")
 
 ResultSink = Callable[[dict[str, Any]], None]
 
@@ -62,25 +60,25 @@ class Schedule:
         return min(self.max_interval, max(self.min_interval, seconds))
 
     def after(
-        self, state: ScheduleState, outcome: str, fixed: float | None = None
+        self, state: ScheduleState, outcome: CheckOutcome, fixed: float | None = None
     ) -> tuple[ScheduleState, float]:
         """The state after a check with ``outcome``, and the seconds until the next check. ``fixed`` is a
         policy's interval, which replaces the learned one."""
         checks = state.checks + 1
-        if outcome == "failed":
+        if outcome == CheckOutcome.FAILED:
             failures = state.failures + 1
             dead = failures >= self.dead_after
             interval = fixed or state.interval
             retry = self.max_interval if dead else min(interval, self.min_interval * 2 ** (failures - 1))
             return replace(state, failures=failures, checks=checks, dead=dead, interval=interval), retry
-        if outcome == "changed":
+        if outcome == CheckOutcome.CHANGED:
             interval = fixed or self.bounded(state.interval / 2)
             changes = state.changes + 1
-        elif outcome == "unchanged":
+        elif outcome == CheckOutcome.UNCHANGED:
             interval = fixed or self.bounded(state.interval * 2)
             changes = state.changes
         else:
-            raise ValueError(f"unknown outcome {outcome!r}; known: {', '.join(OUTCOMES)}")
+            raise ValueError(f"unknown outcome {outcome!r}; known: {', '.join(CheckOutcome)}")
         return ScheduleState(interval, 0, checks, changes, dead=False), interval
 
 
@@ -92,7 +90,7 @@ def plan_revisits(store: Store, params: RevisitParams, settings: Settings) -> li
     """Migrate the store and return the ids of the due resources (at most ``batch_size``), one list per
     shard of hosts."""
     store.migrate()
-    due = store.due_resources(params.types, params.batch_size, settings.revisit_initial_interval)
+    due = store.revisits.due(params.types, params.batch_size, settings.revisit_initial_interval)
     shards: dict[int, list[int]] = defaultdict(list)
     for resource in due:
         shards[shard_of(origin(resource.url), params.shards)].append(resource.id)
@@ -114,20 +112,20 @@ def check_resources(
     schedule = schedule_of(settings)
     counts = Counter(dict.fromkeys(COUNTS, 0))
     due, skipped = [], []
-    for resource in store.still_due(list(ids)):
+    for resource in store.revisits.still_due(list(ids)):
         policy = policies.match(resource.url)
         if policy is not None and policy.skips:
             log.info("%s (%s): not checked: %s", resource.url, resource.type, policy)
             skipped.append(resource.id)
         else:
             due.append(resource)
-    store.postpone(skipped, schedule.max_interval)
+    store.revisits.postpone(skipped, schedule.max_interval)
     counts["skipped"] = len(skipped)
 
     def save(result: CheckResult) -> None:
         policy = policies.match(result.due.url)
         fixed = policy.revisit_seconds if policy is not None else None
-        details, delay = store.record_check(
+        details, delay = store.revisits.record_check(
             run_id, result, lambda outcome: schedule.after(result.due.state, outcome, fixed)
         )
         counts["checked"] += 1
@@ -178,7 +176,7 @@ def summarize(store: Store, summaries: Iterable[dict[str, Any]]) -> dict[str, An
     totals = Counter(dict.fromkeys(COUNTS, 0))
     for summary in summaries:
         totals.update({k: summary.get(k, 0) for k in COUNTS})
-    result = dict(totals) | store.revisit_overview()
+    result = dict(totals) | store.revisits.overview()
     log.info("revisit summary:\n%s", table(result))
     return result
 

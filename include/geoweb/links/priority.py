@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from itertools import accumulate
-from typing import NamedTuple
+
+from geoweb.models import Link, RecordedLink
 
 VOCABULARY = "geo_vocabulary.txt"  # shipped next to this module
 MAX_TEXT = 1024  # characters of a text scored: enough for any URL the filters pass and any real anchor
@@ -32,23 +33,6 @@ DEPTH_WEIGHT = 0.05
 PERCENTS = tuple(range(5, 101, 5))  # the budgets of the recall curve
 
 _TOKEN = re.compile(r"[a-z0-9]+")
-
-
-class Link(NamedTuple):
-    """A link as the crawl carries it: the URL, the page that linked to it (None for seeds), its score."""
-
-    url: str
-    source: str | None
-    score: float = 0.0
-
-
-class RecordedLink(NamedTuple):
-    """A URL of a run as the frontier holds it: the level it was found at, its source page, its score."""
-
-    url: str
-    level: int
-    source: str | None
-    score: float
 
 
 def _parse_vocabulary(text: str) -> dict[str, float]:
@@ -110,7 +94,7 @@ class LinkScorer:
 
 def shuffle_key(url: str) -> tuple[int, str]:
     """A fixed pseudo-random position of a URL: the tie-break of equal scores and the baseline's order. The
-    first 60 bits of the URL's MD5, which PostgreSQL computes alike (``SQL_SHUFFLE_KEY``); the URL itself
+    first 60 bits of the URL's MD5, which PostgreSQL computes alike (``geoweb.store.frontier``); the URL itself
     breaks the rare equal hashes, so the order is total and every reader of a level sees the same one."""
     return _shuffle_hash(url), url
 
@@ -122,12 +106,6 @@ def _shuffle_hash(url: str) -> int:
 def by_priority(link: Link | RecordedLink) -> tuple[float, int, str]:
     """Sort key: descending score, ties in a fixed pseudo-random order (not by URL, which favours a path)."""
     return (-link.score, *shuffle_key(link.url))
-
-
-# shuffle_key and by_priority in PostgreSQL, over a table with ``url`` and ``score``: text compared byte by
-# byte (collation "C") is UTF-8 in code point order, as Python compares strings
-SQL_SHUFFLE_KEY = "('x' || left(md5(url), 15))::bit(60)::bigint, url COLLATE \"C\""
-SQL_BY_PRIORITY = f"score DESC, {SQL_SHUFFLE_KEY}"
 
 
 def check_budget(fraction: float) -> float:
@@ -239,7 +217,8 @@ def recall_curve(
     only, so the curve is a lower bound.
 
     In one pass, level by level: each URL needs the larger of the smallest budget that keeps it and the budget
-    its source needs. ``Store.recall_curve`` computes the same in PostgreSQL."""
+    its source needs. A harvest's curve is this one over the rows its store recorded
+    (``store.runs.recall_curve``)."""
     percents = check_percents(percents)
     # per URL, the budgets (indexes) it needs by score and by chance; None while its level is not done
     needed: dict[str, tuple[int, int] | None] = {}

@@ -1,5 +1,6 @@
-"""The PostGIS store of harvest runs: a schema it migrates itself, idempotent bulk loads, the crawl frontier,
-and the export of a run as ``geoweb crawl`` JSON lines. The database comes from one setting, ``GEOWEB_DB``."""
+"""The PostGIS store of harvest runs: a schema it migrates itself, and one repository per group of tables over
+one connection (``Store.runs``, ``frontier``, ``resources``, ``catalogue``, ``revisits``), each write an
+idempotent bulk load. The database comes from one setting, ``GEOWEB_DB``."""
 
 from geoweb.errors import MigrationError, StoreError
 from geoweb.store.frontier import shard_of

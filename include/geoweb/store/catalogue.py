@@ -1,6 +1,6 @@
-"""The store's side of outside sources: harvest state per source, catalogue records, archive scenes.
+"""Outside sources (``catalogue_sources``): harvest state per source, catalogue records and archive scenes.
 
-Mixed into ``Store``. Records and scenes are upserted on (source, id), so a redone page or harvest never
+Records and scenes are upserted on (source, id), so a redone page or harvest never
 duplicates a row. Only a complete full harvest withdraws records (``mark_withdrawn``); a withdrawn record
 becomes active again when it comes back. Every value is cleaned as the crawl's are (``Cleaner``), and a record
 or scene whose key cannot be stored is logged and skipped, never failing the rest.
@@ -10,28 +10,24 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psycopg2
 import shapely
 from psycopg2.extras import execute_values
 from shapely.geometry import shape
 
-from geoweb.errors import StoreError
+from geoweb.models import Record, RecordStatus, Scene, SourceStatus
 from geoweb.store.clean import LONG_TEXT, MAX_URL_BYTES, Cleaner
 from geoweb.store.geometry import SRID, to_ewkb
-
-if TYPE_CHECKING:
-    from geoweb.connectors.archive.base import Scene
-    from geoweb.connectors.base import Record
+from geoweb.store.repository import PAGE_SIZE, Repository
 
 log = logging.getLogger("geoweb.store")
 
-PAGE_SIZE = 1000  # rows per INSERT statement
 # A date this far ahead of the harvest is a source's mistake; it must not freeze the watermark.
 FUTURE_SLACK = timedelta(days=1)
 KEY_RULE = f"the identifier must be text (no NUL) of at most {MAX_URL_BYTES} bytes"
@@ -44,10 +40,10 @@ _RECORDS_UPSERT = f"""
 INSERT INTO catalogue_records AS r (source, identifier, {", ".join(_RECORD_CONTENT)}) VALUES %s
 ON CONFLICT (source, identifier) DO UPDATE SET
     {", ".join(f"{c} = EXCLUDED.{c}" for c in _RECORD_CONTENT)},
-    status = 'active', withdrawn_at = NULL, last_seen = now(),
+    status = '{RecordStatus.ACTIVE}', withdrawn_at = NULL, last_seen = now(),
     changed_at = CASE
         WHEN ({", ".join(f"r.{c}" for c in _RECORD_CONTENT)}, r.status)
-            IS DISTINCT FROM ({", ".join(f"EXCLUDED.{c}" for c in _RECORD_CONTENT)}, 'active')
+            IS DISTINCT FROM ({", ".join(f"EXCLUDED.{c}" for c in _RECORD_CONTENT)}, '{RecordStatus.ACTIVE}')
         THEN now() ELSE r.changed_at END
 RETURNING xmax = 0, changed_at = now()
 """
@@ -70,14 +66,14 @@ class SourceState:
     watermark: datetime | None = None
     last_harvest: datetime | None = None
     last_full_harvest: datetime | None = None
-    last_status: str | None = None
+    last_status: SourceStatus | None = None
     last_error: str | None = None
     last_counts: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
 class Harvest:
-    """One harvest of a source, as ``Store.harvesting`` records it: the counts to store, the watermark it
+    """One harvest of a source, as ``Catalogue.harvesting`` records it: the counts to store, the watermark it
     reached (only ever moved forward, never into the future), and whether it was a complete full harvest."""
 
     state: SourceState
@@ -93,8 +89,8 @@ class Harvest:
             self.watermark = newest
 
 
-class CatalogueStore:
-    """Store methods of outside sources (``Store`` supplies ``_transaction``)."""
+class Catalogue(Repository):
+    """Outside sources: their harvests, records and scenes."""
 
     # --- sources ---
 
@@ -102,14 +98,7 @@ class CatalogueStore:
         with self._transaction() as cur:
             cur.execute(f"SELECT {_SOURCE_COLUMNS} FROM catalogue_sources WHERE name = %s", (name,))
             row = cur.fetchone()
-        return SourceState(*row) if row else None
-
-    def csw_urls(self, configured: Iterable[str]) -> list[str]:
-        """The catalogues to harvest: the configured endpoints and every CSW the crawl has found, once each."""
-        with self._transaction() as cur:
-            cur.execute("SELECT url FROM resources WHERE type = 'CSW'")
-            found = [row[0] for row in cur.fetchall()]
-        return sorted({url.strip() for url in [*configured, *found] if url and url.strip()})
+        return _state(row) if row else None
 
     @contextmanager
     def harvesting(self, name: str, kind: str, url: str) -> Iterator[Harvest]:
@@ -143,13 +132,15 @@ class CatalogueStore:
         clean = Cleaner()
         with self._transaction() as cur:
             cur.execute(
-                "INSERT INTO catalogue_sources AS s (name, kind, url, last_status) VALUES (%s, %s, %s, 'running') "
-                "ON CONFLICT (name) DO UPDATE SET kind = EXCLUDED.kind, url = EXCLUDED.url, last_status = 'running' "
+                "INSERT INTO catalogue_sources AS s (name, kind, url, last_status) "
+                "VALUES (%(name)s, %(kind)s, %(url)s, %(running)s) ON CONFLICT (name) DO UPDATE SET "
+                "kind = EXCLUDED.kind, url = EXCLUDED.url, last_status = %(running)s "
                 f"RETURNING {_SOURCE_COLUMNS}, now()",
-                (clean.text(name, "source name"), kind, clean.text(url, "source url")),
-            )
+                {"name": clean.text(name, "source name"), "kind": kind, "url": clean.text(url, "source url"),
+                 "running": SourceStatus.RUNNING},
+            )  # fmt: skip
             *row, started = cur.fetchone()
-        state = SourceState(*row)
+        state = _state(row)
         harvest = Harvest(state=state, started=started, watermark=state.watermark)
         try:
             yield harvest
@@ -168,7 +159,7 @@ class CatalogueStore:
                 "UPDATE catalogue_sources SET last_status = %s, last_error = %s, last_harvest = %s, "
                 "last_counts = %s, watermark = CASE WHEN %s THEN %s ELSE watermark END, "
                 "last_full_harvest = CASE WHEN %s THEN %s ELSE last_full_harvest END WHERE name = %s",
-                ("failed" if error else "success", clean.text(error, "error"), harvest.started,
+                (SourceStatus.FAILED if error else SourceStatus.SUCCESS, clean.text(error, "error"), harvest.started,
                  clean.json(harvest.counts, "counts"), error is None, harvest.watermark,
                  error is None and harvest.full, harvest.started, name),
             )  # fmt: skip
@@ -191,9 +182,9 @@ class CatalogueStore:
         seen = [key for key in (_key(i) for i in seen_identifiers) if key is not None]
         with self._transaction() as cur:
             cur.execute(
-                "UPDATE catalogue_records SET status = 'withdrawn', withdrawn_at = now(), changed_at = now() "
-                "WHERE source = %s AND status = 'active' AND NOT (identifier = ANY(%s::text[]))",
-                (source, seen),
+                "UPDATE catalogue_records SET status = %s, withdrawn_at = now(), changed_at = now() "
+                "WHERE source = %s AND status = %s AND NOT (identifier = ANY(%s::text[]))",
+                (RecordStatus.WITHDRAWN, source, RecordStatus.ACTIVE, seen),
             )
             withdrawn = cur.rowcount
         if withdrawn:
@@ -208,57 +199,10 @@ class CatalogueStore:
             cur.execute(
                 "SELECT s.url, r.links, r.changed_at FROM catalogue_records r "
                 "JOIN catalogue_sources s ON s.name = r.source "
-                "WHERE r.status = 'active' AND s.kind = %s ORDER BY s.url, r.identifier",
-                (kind,),
+                "WHERE r.status = %s AND s.kind = %s ORDER BY s.url, r.identifier",
+                (RecordStatus.ACTIVE, kind),
             )
             yield from cur
-
-    def validated_seeds(self, run_prefix: str) -> dict[str, datetime]:
-        """URL -> when it was last fetched as a seed by a successful run whose id starts with ``run_prefix``."""
-        with self._transaction() as cur:
-            cur.execute(
-                "SELECT f.url, max(f.updated_at) FROM frontier f JOIN crawl_runs c ON c.run_id = f.run_id "
-                "WHERE starts_with(c.run_id, %s) AND c.status = 'success' AND f.level = 0 "
-                "AND f.status = 'fetched' GROUP BY f.url",
-                (run_prefix,),
-            )
-            return dict(cur.fetchall())
-
-    def set_seed_sources(self, run_id: str, sources: Mapping[str, str]) -> None:
-        """Give a run's seeds (level 0, not fetched yet) the page that offered them: a catalogue's records
-        lead to them, as a page's links lead to the URLs of the next level."""
-        urls = sorted(sources)
-        with self._transaction() as cur:
-            cur.execute(
-                "UPDATE frontier f SET source_page = s.source FROM unnest(%s::text[], %s::text[]) AS s(url, source) "
-                "WHERE f.run_id = %s AND f.level = 0 AND f.status = 'discovered' AND f.url = s.url",
-                (urls, [sources[u] for u in urls], run_id),
-            )
-
-    def searches_done(self, run_id: str) -> set[tuple[str, str]]:
-        """The (provider, keyword) searches the run's seeding has finished."""
-        with self._transaction() as cur:
-            cur.execute("SELECT provider, keyword FROM seed_searches WHERE run_id = %s", (run_id,))
-            return set(cur.fetchall())
-
-    def search_done(self, run_id: str, provider: str, keyword: str, records: int) -> None:
-        """Record a finished search (after its seeds are committed, so that none is lost)."""
-        with self._transaction() as cur:
-            cur.execute(
-                "INSERT INTO seed_searches (run_id, provider, keyword, records) VALUES (%s, %s, %s, %s) "
-                "ON CONFLICT (run_id, provider, keyword) DO UPDATE SET records = EXCLUDED.records, "
-                "searched_at = now()",
-                (run_id, provider, keyword, records),
-            )
-
-    def run_conf(self, run_id: str) -> dict[str, Any]:
-        """The params a run was begun with (``HarvestParams.to_conf``)."""
-        with self._transaction() as cur:
-            cur.execute("SELECT params FROM crawl_runs WHERE run_id = %s", (run_id,))
-            row = cur.fetchone()
-        if row is None:
-            raise StoreError(f"unknown run {run_id!r}")
-        return row[0]
 
     # --- archive scenes ---
 
@@ -289,6 +233,14 @@ class CatalogueStore:
                 cur, sql, [keyed[k] for k in sorted(keyed)], page_size=PAGE_SIZE, fetch=True
             )
         return returned, refused
+
+
+def _state(row) -> SourceState:
+    """A ``catalogue_sources`` row (``_SOURCE_COLUMNS``) as a SourceState."""
+    name, kind, url, watermark, last_harvest, last_full_harvest, status, *rest = row
+    return SourceState(
+        name, kind, url, watermark, last_harvest, last_full_harvest, status and SourceStatus(status), *rest
+    )
 
 
 def _key(value: Any) -> str | None:

@@ -5,14 +5,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from geoweb.models import Dataset, Resource
 from geoweb.store.clean import LONG_TEXT, MAX_URL_BYTES, Cleaner, storable_url
 from geoweb.store.geometry import to_ewkb
-
-if TYPE_CHECKING:
-    from geoweb.crawl.engine import Page
 
 log = logging.getLogger("geoweb.store")
 
@@ -36,9 +32,11 @@ class ResourceRows:
     discovered_at: datetime
 
 
-def resource_rows(resource: Resource, page: Page, keyword: str | None) -> ResourceRows | None:
-    """The rows of a resource found on ``page`` (whose level and source fill what the crawl left unset), or
-    None, logged, when its (url, type) cannot be a key."""
+def resource_rows(
+    resource: Resource, level: int, source_page: str | None, keyword: str | None
+) -> ResourceRows | None:
+    """The rows of a resource found at ``level`` from ``source_page`` (which fill what the crawl left unset on
+    the resource), or None, logged, when its (url, type) cannot be a key."""
     clean = Cleaner()
     url, type_ = storable_url(resource.url), clean.text(resource.type, "type")
     if url is None or not type_:
@@ -47,8 +45,8 @@ def resource_rows(resource: Resource, page: Page, keyword: str | None) -> Resour
             resource.type, MAX_URL_BYTES,
         )  # fmt: skip
         return None
-    level = page.level if resource.level is None else resource.level
-    source_page = storable_url(page.source if resource.source_page is None else resource.source_page)
+    level = level if resource.level is None else resource.level
+    source_page = storable_url(source_page if resource.source_page is None else resource.source_page)
     values = (
         url, type_, clean.text(resource.version, "version"), clean.text(resource.title, "title"),
         clean.text(resource.abstract, "abstract", LONG_TEXT), clean.words(resource.keywords, "keywords"),

@@ -2,6 +2,9 @@
 API, behind one adapter interface (``ArchiveAdapter``); ``geoweb.harvest.archive`` loads their scenes into
 PostGIS."""
 
-from geoweb.connectors.archive.base import ArchiveAdapter, FieldMapping, Scene
+from geoweb.connectors.archive.base import ArchiveAdapter, FieldMapping
 
-__all__ = ["ArchiveAdapter", "FieldMapping", "Scene"]
+__all__ = [
+    "ArchiveAdapter",
+    "FieldMapping",
+]

@@ -24,8 +24,8 @@ import shapely.wkt
 from shapely.geometry import mapping, shape
 
 from geoweb.connectors.api import APIConnector, malformed
-from geoweb.connectors.base import ConfigError, ConnectorError, Link, Record
-from geoweb.models import BBox
+from geoweb.connectors.base import ConfigError, ConnectorError
+from geoweb.models import BBox, OnlineResource, Record
 
 log = logging.getLogger("geoweb.connectors.archive")
 
@@ -159,7 +159,7 @@ class FieldMapping:
             identifier=scene_id,
             title=" ".join(str(v) for v in (values.get("satellite"), values.get("sensor"), scene_id) if v),
             bbox=_bounds(footprint),
-            links=[Link(quicklook, protocol="quicklook")] if quicklook else [],
+            links=[OnlineResource(quicklook, protocol="quicklook")] if quicklook else [],
             extra={name: self._read(item, spec) for name, spec in self.extra.items()},
             satellite=values.get("satellite"),
             sensor=values.get("sensor"),

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from geoweb.connectors.api import DEFAULT_PAGES, APIConnector, http_url, malformed, text_of
-from geoweb.connectors.base import Link, Record
+from geoweb.models import OnlineResource, Record
 
 log = logging.getLogger("geoweb.connectors")
 
@@ -79,7 +79,7 @@ class SearchProvider(APIConnector):
             identifier=url,
             title=text_of(item.get(title_key)),
             abstract=text_of(item.get(snippet_key)),
-            links=[Link(url, protocol=media_type if isinstance(media_type, str) else None)],
+            links=[OnlineResource(url, protocol=media_type if isinstance(media_type, str) else None)],
             keyword=query,
             extra={"page": page, "rank": rank},
         )

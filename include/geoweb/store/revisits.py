@@ -1,7 +1,7 @@
 """The store's side of revisits: each resource's schedule (``resource_schedule``) and its change history
 (``resource_checks``).
 
-Mixed into ``Store``. A resource joins the schedule the first time due resources are asked for, due one
+A resource joins the schedule the first time due resources are asked for, due one
 initial interval after it was last seen. Recording a check is one transaction: the resource reloaded as a
 crawl loads it (after a good check), the new schedule, and the history row. A dead resource keeps its rows;
 only its state says it is dead.
@@ -12,22 +12,28 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Collection
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from geoweb.models import Resource
-from geoweb.revisit.models import CheckResult, Due
-from geoweb.revisit.schedule import ScheduleState
+from geoweb.models import (
+    CheckOutcome,
+    CheckResult,
+    Due,
+    Resource,
+    ResourceStatus,
+    ScheduleState,
+    ScheduleStatus,
+)
 from geoweb.store.clean import Cleaner
+from geoweb.store.repository import Repository
+from geoweb.store.resources import upsert_resources
 from geoweb.store.rows import resource_rows
-
-if TYPE_CHECKING:
-    from geoweb.crawl.engine import Page
 
 log = logging.getLogger("geoweb.store")
 
 MAX_LISTED = 50  # dataset names listed per check in the history's details
 
-NextCheck = Callable[[str], tuple[ScheduleState, float]]  # outcome -> (new state, seconds to the next check)
+# outcome -> (new state, seconds to the next check)
+NextCheck = Callable[[CheckOutcome], tuple[ScheduleState, float]]
 
 _ENROL = """
 INSERT INTO resource_schedule (resource_id, next_check_at, interval_seconds)
@@ -35,9 +41,9 @@ SELECT id, last_seen + make_interval(secs => %(initial)s), %(initial)s FROM reso
 WHERE NOT EXISTS (SELECT 1 FROM resource_schedule s WHERE s.resource_id = r.id)
 ON CONFLICT (resource_id) DO NOTHING
 """
-_DUE_COLUMNS = """
+_DUE_COLUMNS = f"""
 r.id, r.url, r.type, r.version, s.fingerprint, s.interval_seconds, s.failures,
-s.checks, s.changes, s.state = 'dead'
+s.checks, s.changes, s.state = '{ScheduleStatus.DEAD}'
 """
 _DUE = f"""
 SELECT {_DUE_COLUMNS} FROM resource_schedule s JOIN resources r ON r.id = s.resource_id
@@ -72,10 +78,10 @@ VALUES (%(id)s, %(run_id)s, %(outcome)s, %(status)s, %(reason)s, %(message)s, %(
 """
 
 
-class RevisitStore:
-    """Revisit methods of ``Store`` (which provides ``_transaction`` and ``_upsert_resources``)."""
+class Revisits(Repository):
+    """The revisit schedule: what is due, and each check's outcome."""
 
-    def due_resources(self, types: Collection[str], limit: int, initial_interval: float) -> list[Due]:
+    def due(self, types: Collection[str], limit: int, initial_interval: float) -> list[Due]:
         """Up to ``limit`` resources of ``types`` due for a check, longest due first; resources new to the
         schedule join it first."""
         with self._transaction() as cur:
@@ -109,8 +115,8 @@ class RevisitStore:
         clean = Cleaner()
         with self._transaction() as cur:
             details: dict[str, Any] = {}
-            if result.resource is not None and self._reload(cur, due, result.resource, details):
-                result.outcome = "changed"
+            if result.resource is not None and _reload(cur, due, result.resource, details):
+                result.outcome = CheckOutcome.CHANGED
             state, delay = next_check(result.outcome)
             if state.dead and not due.state.dead:
                 details["dead"] = True
@@ -119,11 +125,11 @@ class RevisitStore:
             cur.execute(
                 "UPDATE resources SET last_status = %s, "
                 "last_seen = CASE WHEN %s THEN now() ELSE last_seen END WHERE id = %s",
-                (_status(result, state), result.outcome != "failed", due.id),
+                (_status(result, state), result.outcome != CheckOutcome.FAILED, due.id),
             )
             cur.execute(
                 _SCHEDULE_UPDATE,
-                {"id": due.id, "state": "dead" if state.dead else "alive",
+                {"id": due.id, "state": ScheduleStatus.DEAD if state.dead else ScheduleStatus.ALIVE,
                  "next": datetime.now(UTC) + timedelta(seconds=delay), "interval": state.interval,
                  "failures": state.failures, "checks": state.checks, "changes": state.changes,
                  "fingerprint": result.fingerprint, "outcome": result.outcome},
@@ -138,23 +144,7 @@ class RevisitStore:
         clean.log_changes(f"check of {due.url} ({due.type})")
         return details, delay
 
-    def _reload(self, cur, due: Due, resource: Resource, details: dict[str, Any]) -> bool:
-        """Upsert the resource and its datasets as a crawl does; whether that changed what the store holds.
-        The dataset names added and removed go into ``details``."""
-        rows = resource_rows(resource, _page_of(due), None)
-        if rows is None:
-            return False
-        before = _snapshot(cur, due.id)
-        self._upsert_resources(cur, [rows])
-        after = _snapshot(cur, due.id)
-        had, has = [d[0] for d in before[1]], [d[0] for d in after[1]]
-        old_names, new_names = set(had), set(has)
-        added = [name for name in has if name not in old_names][:MAX_LISTED]
-        removed = [name for name in had if name not in new_names][:MAX_LISTED]
-        details |= {k: v for k, v in (("datasets_added", added), ("datasets_removed", removed)) if v}
-        return before != after
-
-    def revisit_overview(self) -> dict[str, Any]:
+    def overview(self) -> dict[str, Any]:
         """Resources per schedule state, and when the next check is due."""
         with self._transaction() as cur:
             cur.execute("SELECT state, count(*) FROM resource_schedule GROUP BY state")
@@ -162,10 +152,28 @@ class RevisitStore:
             cur.execute("SELECT min(next_check_at) FROM resource_schedule")
             (next_due,) = cur.fetchone()
         return {
-            "alive": states.get("alive", 0),
-            "dead": states.get("dead", 0),
+            "alive": states.get(ScheduleStatus.ALIVE, 0),
+            "dead": states.get(ScheduleStatus.DEAD, 0),
             "next_due": next_due.astimezone(UTC).isoformat(timespec="seconds") if next_due else None,
         }
+
+
+def _reload(cur, due: Due, resource: Resource, details: dict[str, Any]) -> bool:
+    """Upsert the resource and its datasets as a crawl does; whether that changed what the store holds.
+    The dataset names added and removed go into ``details``. The resource's row exists, so the level and
+    source page a crawl fills new rows with are never read."""
+    rows = resource_rows(resource, 0, None, None)
+    if rows is None:
+        return False
+    before = _snapshot(cur, due.id)
+    upsert_resources(cur, [rows])
+    after = _snapshot(cur, due.id)
+    had, has = [d[0] for d in before[1]], [d[0] for d in after[1]]
+    old_names, new_names = set(had), set(has)
+    added = [name for name in has if name not in old_names][:MAX_LISTED]
+    removed = [name for name in had if name not in new_names][:MAX_LISTED]
+    details |= {k: v for k, v in (("datasets_added", added), ("datasets_removed", removed)) if v}
+    return before != after
 
 
 def _snapshot(cur, resource_id: int) -> tuple[tuple, list[tuple]]:
@@ -181,15 +189,8 @@ def _due(row: tuple) -> Due:
     return Due(id_, url, type_, version, baseline, ScheduleState(interval, failures, checks, changes, dead))
 
 
-def _status(result: CheckResult, state: ScheduleState) -> str:
+def _status(result: CheckResult, state: ScheduleState) -> ResourceStatus:
     """``resources.last_status``: ok, failed, or dead."""
-    if result.outcome != "failed":
-        return "ok"
-    return "dead" if state.dead else "failed"
-
-
-def _page_of(due: Due) -> Page:
-    """The page ``resource_rows`` takes: its level and source only fill new rows, and the row exists."""
-    from geoweb.crawl.engine import Page
-
-    return Page(due.url, None, 0)
+    if result.outcome != CheckOutcome.FAILED:
+        return ResourceStatus.OK
+    return ResourceStatus.DEAD if state.dead else ResourceStatus.FAILED

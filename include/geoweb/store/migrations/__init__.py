@@ -1,4 +1,4 @@
-"""Versioned schema migrations: ``migrations/NNNN_name.sql``, applied in order, each in one transaction, under
+"""Versioned schema migrations: the ``NNNN_name.sql`` files of this package, applied in order, each in one transaction, under
 an advisory lock so that workers starting together apply each one once."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from geoweb.errors import MigrationError
 
 log = logging.getLogger("geoweb.store")
 
-MIGRATIONS = files("geoweb.store") / "migrations"
+MIGRATIONS = files(__name__)
 LOCK_KEY = 0x67656F776562  # "geoweb" in ASCII: the advisory lock that serialises schema changes
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field, fields
+from enum import StrEnum
 from typing import Any
 
 BBox = tuple[float, float, float, float]
@@ -19,6 +20,14 @@ STAC_TYPES = ("STAC", "STAC-API")  # a static catalog or collection; an API with
 ARCGIS_TYPES = ("ARCGIS-DIRECTORY", "ARCGIS-MAPSERVER", "ARCGIS-FEATURESERVER", "ARCGIS-IMAGESERVER")
 FILE_TYPES = ("KML", "SHAPEFILE", "GEOJSON", "GEOTIFF")
 ALL_TYPES = OGC_TYPES + OGCAPI_TYPES + STAC_TYPES + ARCGIS_TYPES + FILE_TYPES
+
+
+class ResourceStatus(StrEnum):
+    """A stored resource's ``last_status``: answering (a crawl found it or a check read it), or not."""
+
+    OK = "ok"
+    FAILED = "failed"  # its last check failed
+    DEAD = "dead"  # failed checks in a row made it dead (``revisit.schedule``)
 
 
 @dataclass(slots=True)

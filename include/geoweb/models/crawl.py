@@ -1,0 +1,77 @@
+"""What a crawl carries and records: links, what became of each URL, per-level figures, and the statuses the
+store keeps of runs and frontier URLs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, NamedTuple
+
+from geoweb.models.resources import Resource
+
+if TYPE_CHECKING:
+    from geoweb.errors import FetchError
+
+
+class RunStatus(StrEnum):
+    """A harvest run's status."""
+
+    RUNNING = "running"
+    SUCCESS = "success"
+    FAILED = "failed"
+
+
+class URLStatus(StrEnum):
+    """What became of a URL of a run's frontier."""
+
+    DISCOVERED = "discovered"  # still to fetch
+    FETCHED = "fetched"
+    ERROR = "error"  # the fetch failed, or the database refused what it found
+    SKIPPED = "skipped"  # refused by robots.txt, or not followed under the link budget
+    DEFERRED = "deferred"  # not fetched: its host was set aside for the run
+
+
+class Link(NamedTuple):
+    """A link as the crawl carries it: the URL, the page that linked to it (None for seeds), its score."""
+
+    url: str
+    source: str | None
+    score: float = 0.0
+
+
+class RecordedLink(NamedTuple):
+    """A URL of a run as the frontier holds it: the level it was found at, its source page, its score."""
+
+    url: str
+    level: int
+    source: str | None
+    score: float
+
+
+@dataclass
+class Page:
+    """What became of one URL of a level: handed to ``on_page`` as soon as the URL is done, so a caller can
+    commit progress page by page (a crawl killed half-way then redoes only the pages it had not committed)."""
+
+    url: str
+    source: str | None
+    level: int
+    resources: list[Resource] = field(default_factory=list)
+    links: list[Link] = field(default_factory=list)
+    error: FetchError | None = None  # the fetch failed (robots.txt refusals included)
+    deferred: str | None = None  # not fetched: its host was set aside, for this reason
+
+
+@dataclass
+class LevelStats:
+    level: int
+    urls: int = 0  # URLs fetched at this level (the paper's "URLs crawled")
+    resources: int = 0
+    failures: int = 0
+    seconds: float = 0.0
+    deferred: int = 0  # URLs not fetched: their host was set aside (time or failure budget, level deadline)
+    deferred_hosts: int = 0
+
+    @property
+    def discovery_ratio(self) -> float:
+        return self.resources / self.urls if self.urls else 0.0

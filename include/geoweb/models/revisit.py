@@ -1,0 +1,62 @@
+"""What a revisit works on: a resource's schedule state, a resource due for a check, and what the check
+found."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from geoweb.models.resources import Resource
+
+
+class CheckOutcome(StrEnum):
+    """What a check of a resource found."""
+
+    UNCHANGED = "unchanged"
+    CHANGED = "changed"
+    FAILED = "failed"
+
+
+class ScheduleStatus(StrEnum):
+    """``resource_schedule.state``: a dead resource is checked only at the maximum interval."""
+
+    ALIVE = "alive"
+    DEAD = "dead"
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleState:
+    """A resource's row in ``resource_schedule``, as the schedule policy needs it."""
+
+    interval: float  # seconds: the learned revisit interval
+    failures: int = 0  # failed checks in a row
+    checks: int = 0
+    changes: int = 0
+    dead: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Due:
+    """A known resource due for a check, with its schedule state and the last good check's fingerprint."""
+
+    id: int
+    url: str
+    type: str
+    version: str | None
+    baseline: str | None  # the fingerprint of the last good check (None before the first)
+    state: ScheduleState
+
+
+@dataclass(slots=True)
+class CheckResult:
+    """One check: its outcome, the HTTP status or the reason it failed, the fingerprint seen, and the resource
+    as its detector read it now (None when failed)."""
+
+    due: Due
+    outcome: CheckOutcome
+    seconds: float
+    http_status: int | None = None
+    error_reason: str | None = None
+    error_message: str | None = None
+    fingerprint: str | None = None
+    resource: Resource | None = None

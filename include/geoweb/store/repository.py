@@ -1,0 +1,37 @@
+"""What every repository of the store shares: the store's one connection, and a transaction on it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from geoweb.store.clean import Cleaner
+
+PAGE_SIZE = 1000  # rows per INSERT statement
+
+
+@contextmanager
+def transaction(conn) -> Iterator:
+    """A cursor in one transaction of a psycopg2 connection: committed when the block ends, rolled back when
+    it raises."""
+    with conn, conn.cursor() as cur:
+        yield cur
+
+
+class Repository:
+    """The queries of one group of tables, over the connection of the ``Store`` that holds it. Each public
+    method is one transaction."""
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def _transaction(self):
+        return transaction(self.conn)
+
+
+def json_text(value: dict, subject: str) -> str:
+    """A dict as cleaned JSON text, its changes logged about ``subject``."""
+    clean = Cleaner()
+    text = clean.json(value, "json")
+    clean.log_changes(subject)
+    return text

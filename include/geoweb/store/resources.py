@@ -1,0 +1,138 @@
+"""The ``resources``, ``datasets`` and ``run_resources`` tables: what the crawl found, each resource once by
+(url, type), and the runs that found it.
+
+The writes take the cursor of the caller's transaction: a crawl's pages (``Frontier.commit_pages``) and a
+revisit's check (``Revisits.record_check``) save resources together with their own rows.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from datetime import UTC
+
+from psycopg2.extras import execute_values
+
+from geoweb.errors import StoreError
+from geoweb.models import Dataset, Resource, ResourceStatus
+from geoweb.store.geometry import boxes_of
+from geoweb.store.repository import PAGE_SIZE, Repository
+from geoweb.store.rows import DATASET_COLUMNS, RESOURCE_COLUMNS, ResourceRows
+
+EXPORT_BATCH = 1000  # resources read per round trip by export
+
+_RESOURCES_UPSERT = f"""
+INSERT INTO resources ({", ".join(RESOURCE_COLUMNS)}) VALUES %s
+ON CONFLICT (url, type) DO UPDATE SET
+    version = EXCLUDED.version, title = EXCLUDED.title, abstract = EXCLUDED.abstract,
+    keywords = EXCLUDED.keywords, provider = EXCLUDED.provider, bbox = EXCLUDED.bbox, extra = EXCLUDED.extra,
+    content_sha256 = EXCLUDED.content_sha256, last_seen = now(), last_status = '{ResourceStatus.OK}'
+RETURNING id, url, type
+"""
+_DATASETS_UPSERT = f"""
+INSERT INTO datasets AS d ({", ".join(DATASET_COLUMNS)}) VALUES %s
+ON CONFLICT (resource_id, position) DO UPDATE SET
+    name = EXCLUDED.name, title = EXCLUDED.title, keywords = EXCLUDED.keywords,
+    footprint = EXCLUDED.footprint, extra = EXCLUDED.extra, concepts = EXCLUDED.concepts
+WHERE (d.name, d.title, d.keywords, d.footprint, d.extra, d.concepts)
+    IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.title, EXCLUDED.keywords, EXCLUDED.footprint, EXCLUDED.extra,
+                      EXCLUDED.concepts)
+"""
+# datasets past the end of a resource's new list are gone from its document
+_DATASETS_TRIM = """
+DELETE FROM datasets d USING unnest(%s::bigint[], %s::integer[]) AS kept(resource_id, count)
+WHERE d.resource_id = kept.resource_id AND d.position >= kept.count
+"""
+_RUN_RESOURCES_UPSERT = """
+INSERT INTO run_resources AS rr (run_id, resource_id, level, source_page, discovered_at, found_on) VALUES %s
+ON CONFLICT (run_id, resource_id) DO UPDATE SET
+    level = EXCLUDED.level, source_page = EXCLUDED.source_page, discovered_at = EXCLUDED.discovered_at,
+    found_on = EXCLUDED.found_on
+WHERE EXCLUDED.level < rr.level
+"""
+_EXPORT_RESOURCES = """
+SELECT r.id, r.url, r.type, r.version, r.title, r.abstract, r.keywords, r.provider, ST_AsBinary(r.bbox),
+       r.extra, r.content_sha256, rr.level, rr.source_page, rr.discovered_at
+FROM run_resources rr JOIN resources r ON r.id = rr.resource_id
+WHERE rr.run_id = %s
+ORDER BY rr.level, r.id
+"""
+_EXPORT_DATASETS = """
+SELECT resource_id, name, title, keywords, ST_AsBinary(footprint), extra, concepts
+FROM datasets WHERE resource_id = ANY(%s)
+ORDER BY resource_id, position
+"""
+
+
+def upsert_resources(cur, resources: list[ResourceRows]) -> dict[tuple[str, str], int]:
+    """Upsert resources and replace their dataset lists, in the cursor's transaction; returns the id of each
+    (url, type)."""
+    returned = execute_values(
+        cur, _RESOURCES_UPSERT, [r.values for r in resources], page_size=PAGE_SIZE, fetch=True
+    )
+    ids = {(url, type_): id_ for id_, url, type_ in returned}
+    datasets = [(ids[r.key], *d) for r in resources for d in r.datasets]
+    if datasets:
+        execute_values(cur, _DATASETS_UPSERT, datasets, page_size=PAGE_SIZE)
+    cur.execute(_DATASETS_TRIM, ([ids[r.key] for r in resources], [len(r.datasets) for r in resources]))
+    return ids
+
+
+def upsert_run_resources(
+    cur, run_id: str, resources: list[ResourceRows], found_on: dict[tuple[str, str], str]
+) -> None:
+    """Upsert resources and link the run to each (at the lowest level it found it), in the cursor's
+    transaction; ``found_on`` maps a resource's key to the page whose fetch found it."""
+    ids = upsert_resources(cur, resources)
+    links = [
+        (run_id, ids[r.key], r.level, r.source_page, r.discovered_at, found_on[r.key]) for r in resources
+    ]
+    execute_values(cur, _RUN_RESOURCES_UPSERT, links, page_size=PAGE_SIZE)
+
+
+class Resources(Repository):
+    """The resources found, read back."""
+
+    def csw_urls(self, configured: Iterable[str]) -> list[str]:
+        """The catalogues to harvest: the configured endpoints and every CSW the crawl has found, once each."""
+        with self._transaction() as cur:
+            cur.execute("SELECT url FROM resources WHERE type = 'CSW'")
+            found = [row[0] for row in cur.fetchall()]
+        return sorted({url.strip() for url in [*configured, *found] if url and url.strip()})
+
+    def export(self, run_id: str) -> Iterator[dict]:
+        """The run's resources as ``Resource.to_record()`` records (the ``geoweb crawl`` JSON lines), by level,
+        streamed from one snapshot: use the Store for nothing else until the iteration ends."""
+        with self._transaction() as cur:
+            cur.execute("SELECT 1 FROM crawl_runs WHERE run_id = %s", (run_id,))
+            if cur.fetchone() is None:
+                raise StoreError(f"unknown run {run_id!r}")
+        with self.conn, self.conn.cursor(name="export_run") as resources, self.conn.cursor() as cur:
+            resources.itersize = EXPORT_BATCH
+            resources.execute(_EXPORT_RESOURCES, (run_id,))
+            while batch := resources.fetchmany(EXPORT_BATCH):
+                yield from _records(cur, batch)
+
+
+def _records(cur, batch: list[tuple]) -> Iterator[dict]:
+    """Records of a batch of resource rows (``_EXPORT_RESOURCES``), with their datasets."""
+    cur.execute(_EXPORT_DATASETS, ([row[0] for row in batch],))
+    rows = cur.fetchall()
+    datasets: dict[int, list[Dataset]] = defaultdict(list)
+    for (resource_id, name, title, keywords, _, extra, concepts), box in zip(
+        rows, _boxes(rows, 4), strict=True
+    ):
+        datasets[resource_id].append(
+            Dataset(name=name, title=title, bbox=box, keywords=keywords, extra=extra, concepts=concepts)
+        )
+    for row, box in zip(batch, _boxes(batch, 8), strict=True):
+        id_, url, type_, version, title, abstract, keywords, provider, _, extra, sha, level, source, at = row
+        yield Resource(
+            url=url, type=type_, version=version, title=title, abstract=abstract, keywords=keywords,
+            provider=provider, datasets=datasets[id_], bbox=box, extra=extra, content_sha256=sha, level=level,
+            source_page=source, discovered_at=at.astimezone(UTC).isoformat(timespec="seconds"),
+        ).to_record()  # fmt: skip
+
+
+def _boxes(rows: list[tuple], column: int) -> list:
+    return boxes_of([None if row[column] is None else bytes(row[column]) for row in rows])

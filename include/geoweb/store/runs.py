@@ -1,0 +1,146 @@
+"""Harvest runs (``crawl_runs``) and what each records besides its frontier: per-shard level figures
+(``crawl_levels``), the searches its seeding finished (``seed_searches``), its seeds' sources, and its recall
+curve."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import psycopg2
+
+from geoweb.errors import StoreError
+from geoweb.links.priority import PERCENTS, RecallCurve, recall_curve
+from geoweb.models import LevelStats, RecordedLink, RunStatus, URLStatus
+from geoweb.store.repository import Repository, json_text
+
+RECALL_BATCH = 10_000  # frontier rows read per round trip by recall_curve
+
+
+class Runs(Repository):
+    """Runs: begun, ended, and what they measured."""
+
+    def begin(self, run_id: str, params: dict) -> None:
+        """Start a run, or resume it: a resumed run keeps its started_at and its rows."""
+        with self._transaction() as cur:
+            cur.execute(
+                "INSERT INTO crawl_runs (run_id, status, params) VALUES (%(id)s, %(running)s, %(params)s) "
+                "ON CONFLICT (run_id) DO UPDATE SET status = %(running)s, params = EXCLUDED.params, "
+                "finished_at = NULL",
+                {
+                    "id": run_id,
+                    "running": RunStatus.RUNNING,
+                    "params": json_text(params, f"run {run_id} params"),
+                },
+            )
+
+    def end(self, run_id: str, status: RunStatus, summary: dict, report_png: bytes | None = None) -> None:
+        with self._transaction() as cur:
+            cur.execute(
+                "UPDATE crawl_runs SET status = %s, summary = %s, report_png = %s, finished_at = now() "
+                "WHERE run_id = %s",
+                (status, json_text(summary, f"run {run_id} summary"),
+                 None if report_png is None else psycopg2.Binary(report_png), run_id),
+            )  # fmt: skip
+            if cur.rowcount == 0:
+                raise StoreError(f"unknown run {run_id!r}: runs.begin was never called for it")
+
+    def report_png(self, run_id: str) -> bytes | None:
+        """The per-level plot ``end`` stored with the run, or None."""
+        with self._transaction() as cur:
+            cur.execute("SELECT report_png FROM crawl_runs WHERE run_id = %s", (run_id,))
+            row = cur.fetchone()
+        return bytes(row[0]) if row and row[0] is not None else None
+
+    def latest(self) -> str | None:
+        """The run started last, or None when there is none."""
+        with self._transaction() as cur:
+            cur.execute("SELECT run_id FROM crawl_runs ORDER BY started_at DESC, run_id DESC LIMIT 1")
+            row = cur.fetchone()
+        return row[0] if row else None
+
+    def conf(self, run_id: str) -> dict[str, Any]:
+        """The params a run was begun with (``HarvestParams.to_conf``)."""
+        with self._transaction() as cur:
+            cur.execute("SELECT params FROM crawl_runs WHERE run_id = %s", (run_id,))
+            row = cur.fetchone()
+        if row is None:
+            raise StoreError(f"unknown run {run_id!r}")
+        return row[0]
+
+    # --- levels ---
+
+    def save_level_stats(self, run_id: str, level: int, shard: int, stats: LevelStats) -> None:
+        """Record what a shard's attempt measured; ``level_stats`` takes its seconds."""
+        with self._transaction() as cur:
+            cur.execute(
+                "INSERT INTO crawl_levels (run_id, level, shard, urls, resources, failures, seconds) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (run_id, level, shard) DO UPDATE SET "
+                "urls = EXCLUDED.urls, resources = EXCLUDED.resources, failures = EXCLUDED.failures, "
+                "seconds = EXCLUDED.seconds",
+                (run_id, level, shard, stats.urls, stats.resources, stats.failures, stats.seconds),
+            )
+
+    def level_stats(self, run_id: str) -> list[LevelStats]:
+        """Each level's figures, counted from the committed rows (``level_figures`` in the schema), so a shard
+        redone after a crash counts every page once; a level's seconds are its slowest shard's."""
+        with self._transaction() as cur:
+            cur.execute(
+                "SELECT level, urls, resources, failures, seconds, deferred, deferred_hosts "
+                "FROM level_figures(%s)",
+                (run_id,),
+            )
+            return [LevelStats(*row) for row in cur.fetchall()]
+
+    def recall_curve(self, run_id: str, percents: Sequence[int] = PERCENTS) -> RecallCurve:
+        """The run's recall curve (``links.priority.recall_curve``) from its frontier and each resource's
+        ``found_on``, both streamed from one snapshot. Resources found before scores were recorded are left
+        out."""
+        with self.conn, self.conn.cursor(name="recall_links") as links, self.conn.cursor() as found:
+            links.itersize = RECALL_BATCH
+            links.execute("SELECT url, level, source_page, score FROM frontier WHERE run_id = %s", (run_id,))
+            found.execute(
+                "SELECT found_on FROM run_resources WHERE run_id = %s AND found_on IS NOT NULL", (run_id,)
+            )
+            return recall_curve((RecordedLink(*row) for row in links), (url for (url,) in found), percents)
+
+    # --- seeding ---
+
+    def searches_done(self, run_id: str) -> set[tuple[str, str]]:
+        """The (provider, keyword) searches the run's seeding has finished."""
+        with self._transaction() as cur:
+            cur.execute("SELECT provider, keyword FROM seed_searches WHERE run_id = %s", (run_id,))
+            return set(cur.fetchall())
+
+    def search_done(self, run_id: str, provider: str, keyword: str, records: int) -> None:
+        """Record a finished search (after its seeds are committed, so that none is lost)."""
+        with self._transaction() as cur:
+            cur.execute(
+                "INSERT INTO seed_searches (run_id, provider, keyword, records) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (run_id, provider, keyword) DO UPDATE SET records = EXCLUDED.records, "
+                "searched_at = now()",
+                (run_id, provider, keyword, records),
+            )
+
+    def set_seed_sources(self, run_id: str, sources: Mapping[str, str]) -> None:
+        """Give a run's seeds (level 0, not fetched yet) the page that offered them: a catalogue's records
+        lead to them, as a page's links lead to the URLs of the next level."""
+        urls = sorted(sources)
+        with self._transaction() as cur:
+            cur.execute(
+                "UPDATE frontier f SET source_page = s.source FROM unnest(%s::text[], %s::text[]) AS s(url, source) "
+                "WHERE f.run_id = %s AND f.level = 0 AND f.status = %s AND f.url = s.url",
+                (urls, [sources[u] for u in urls], run_id, URLStatus.DISCOVERED),
+            )
+
+    def validated_seeds(self, run_prefix: str) -> dict[str, datetime]:
+        """URL -> when it was last fetched as a seed by a successful run whose id starts with ``run_prefix``."""
+        with self._transaction() as cur:
+            cur.execute(
+                "SELECT f.url, max(f.updated_at) FROM frontier f JOIN crawl_runs c ON c.run_id = f.run_id "
+                "WHERE starts_with(c.run_id, %s) AND c.status = %s AND f.level = 0 AND f.status = %s "
+                "GROUP BY f.url",
+                (run_prefix, RunStatus.SUCCESS, URLStatus.FETCHED),
+            )
+            return dict(cur.fetchall())
