@@ -13,6 +13,7 @@ demo: setup
 test: setup
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
+	.venv/bin/lint-imports
 	.venv/bin/pytest
 
 stop:
