@@ -13,8 +13,8 @@ from contextlib import nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 
+from geoweb.errors import SettingsError
 from geoweb.harvest.params import SEARCH_PAGES, WEB_SEARCH
-from geoweb.links.priority import check_budget
 from geoweb.models import ALL_TYPES
 from geoweb.settings import Settings
 
@@ -165,6 +165,14 @@ def main(argv: list[str] | None = None) -> int:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    try:
+        return _command(args)
+    except SettingsError as exc:  # a GEOWEB_* variable out of range, named in the message
+        print(f"geoweb {args.command}: {exc}", file=sys.stderr)
+        return 2
+
+
+def _command(args) -> int:
     if args.command == "filter":
         return _filter(args)
     if args.command == "revisit":
@@ -281,11 +289,6 @@ def _crawl(args) -> int:
         if getattr(args, option) is not None:
             overrides[name] = getattr(args, option)
     settings = Settings.from_env(**overrides)
-    try:
-        check_budget(settings.link_budget)  # the option is checked by argparse, GEOWEB_LINK_BUDGET here
-    except ValueError as exc:
-        print(f"geoweb crawl: GEOWEB_LINK_BUDGET: {exc}", file=sys.stderr)
-        return 2
     out = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")  # noqa: SIM115
     try:
         report = asyncio.run(crawl_to_jsonl(seeds, settings, args.types, out))

@@ -40,8 +40,9 @@ print(json.dumps({"dags": sorted(bag.dags), "errors": bag.import_errors, "attemp
 """
 # What parsing may import of the library: the parameters and what they are made of, nothing that fetches.
 PARSE_TIME_MODULES = {
-    "geoweb", "geoweb.errors", "geoweb.harvest", "geoweb.harvest.params", "geoweb.models", "geoweb.paramspec",
-    "geoweb.settings",
+    "geoweb", "geoweb.errors", "geoweb.harvest", "geoweb.harvest.params", "geoweb.paramspec", "geoweb.settings",
+    "geoweb.models", "geoweb.models.crawl", "geoweb.models.records", "geoweb.models.resources",
+    "geoweb.models.revisit",
 }  # fmt: skip
 
 

@@ -17,7 +17,7 @@ def test_a_second_harvest_of_a_source_waits_for_the_first_and_starts_from_its_wa
     seen: dict[str, object] = {}
 
     def second() -> None:
-        with Store(postgis_dsn) as other, other.harvesting(source, "csw", source) as harvest:
+        with Store(postgis_dsn) as other, other.catalogue.harvesting(source, "csw", source) as harvest:
             seen["watermark"] = harvest.state.watermark
             seen["while_first_ran"] = not first_done.is_set()
 
@@ -38,6 +38,6 @@ def test_harvests_of_different_sources_run_at_once(store, postgis_dsn):
     with (
         store.catalogue.harvesting(first, "csw", first),
         Store(postgis_dsn) as other,
-        other.harvesting(other_source, "csw", other_source) as harvest,
+        other.catalogue.harvesting(other_source, "csw", other_source) as harvest,
     ):
         assert harvest.state.name == other_source

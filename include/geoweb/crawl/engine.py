@@ -23,7 +23,7 @@ from geoweb.fetch.response import Response
 from geoweb.links.extract import extract_links
 from geoweb.links.filters import HostBudget, URLFilters
 from geoweb.links.normalize import origin
-from geoweb.links.priority import LinkScorer, apply_budget, by_priority, check_budget, recall_curve
+from geoweb.links.priority import LinkScorer, apply_budget, by_priority, recall_curve
 from geoweb.models import ALL_TYPES, LevelStats, Link, Page, RecordedLink, Resource
 from geoweb.semantic import tag_datasets
 from geoweb.settings import Settings
@@ -82,7 +82,6 @@ class Crawler:
         self.set_aside: dict[str, str] = {}
         self.fetch = fetch
         self.scorer = scorer or LinkScorer.default()
-        check_budget(settings.link_budget)  # before the first fetch, not after a level
         self.ctx = DetectContext(
             fetch=fetch, settings=settings, types=self.types, first_time=seen.add, stats=self.stats
         )
