@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from geoweb.errors import HTTPStatusError, MalformedContent, UnsafeContent
 from geoweb.models import BBox
+from geoweb.values import stripped
 
 if TYPE_CHECKING:
     from geoweb.fetch.response import Response
@@ -75,8 +76,7 @@ def response_object(response: Response, *, max_bytes: int, invalid: type[Malform
 
 def text(obj: Any, key: str) -> str | None:
     """``obj[key]`` as stripped, non-empty text; None when missing or not a string."""
-    value = obj.get(key) if isinstance(obj, dict) else None
-    return value.strip() or None if isinstance(value, str) else None
+    return stripped(obj.get(key) if isinstance(obj, dict) else None)
 
 
 def number(obj: Any, key: str) -> float | None:

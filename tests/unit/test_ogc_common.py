@@ -6,15 +6,14 @@ from geoweb.detect.ogc.common import (
     canonical_endpoint,
     capabilities_url,
     checked_bbox,
-    clean,
     corner_bbox,
     exception_report,
     lat_first,
     listed_bbox,
     owslib_dataset,
     points_to_endpoint,
-    words,
 )
+from geoweb.values import stripped, words
 
 
 @pytest.mark.parametrize(
@@ -147,8 +146,8 @@ def test_listed_bbox_takes_numbers_or_texts():
 
 
 def test_owslib_values_are_read_null_safe():
-    assert clean("  a ") == "a"
-    assert [clean(v) for v in ("", "  ", None, 3, ["a"])] == [None] * 5
+    assert stripped("  a ") == "a"
+    assert [stripped(v) for v in ("", "  ", None, 3, ["a"])] == [None] * 5
     assert words([" a", None, "b", "a", "", 7, "c "]) == ["a", "b", "c"]
     assert words(None) == []
 

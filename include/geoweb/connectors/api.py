@@ -21,6 +21,7 @@ import requests
 from geoweb.connectors.base import ConfigError, Connector, ConnectorError, QuotaExceeded
 from geoweb.fetch.fetcher import retry_after_seconds
 from geoweb.settings import Settings
+from geoweb.values import stripped
 
 log = logging.getLogger("geoweb.connectors")
 
@@ -44,15 +45,10 @@ def malformed(source: str, what: str, reason: str) -> ConnectorError:
     return ConnectorError(f"{source}: {what}: malformed answer: {reason}")
 
 
-def text_of(value: Any) -> str | None:
-    """A string field of an answer, stripped; None when empty or not a string."""
-    return (value.strip() or None) if isinstance(value, str) else None
-
-
 def said(*values: Any) -> str | None:
     """What a source says of a link in several fields (a format and a media type), as one protocol text:
     ``"WMS; application/xml"``; None when it says nothing."""
-    return "; ".join(dict.fromkeys(t for v in values if (t := text_of(v)))) or None
+    return "; ".join(dict.fromkeys(t for v in values if (t := stripped(v)))) or None
 
 
 def http_url(value: Any) -> str | None:

@@ -14,10 +14,11 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from geoweb.connectors.api import DEFAULT_PAGES, error_text, http_url, malformed, said, text_of
+from geoweb.connectors.api import DEFAULT_PAGES, error_text, http_url, malformed, said
 from geoweb.connectors.base import ConnectorError
 from geoweb.connectors.candidates import Portal
 from geoweb.models import OnlineResource, Record
+from geoweb.values import stripped
 
 log = logging.getLogger("geoweb.connectors")
 
@@ -71,12 +72,12 @@ class CKAN(Portal):
         identifier = package.get("id") or package.get("name")
         if not isinstance(identifier, str) or not identifier:
             return None
-        name = text_of(package.get("name"))
+        name = stripped(package.get("name"))
         organization = package.get("organization") if isinstance(package.get("organization"), dict) else {}
         return self.dataset_record(
             identifier=identifier,
-            title=text_of(package.get("title")),
-            abstract=text_of(package.get("notes")),
+            title=stripped(package.get("title")),
+            abstract=stripped(package.get("notes")),
             keywords=[
                 t["name"]
                 for t in _list(package.get("tags"))
@@ -105,7 +106,7 @@ def _link(resource: Any) -> OnlineResource | None:
     if not isinstance(resource, dict) or http_url(resource.get("url")) is None:
         return None
     protocol = said(resource.get("format"), resource.get("mimetype"))
-    return OnlineResource(resource["url"], protocol, text_of(resource.get("name")))
+    return OnlineResource(resource["url"], protocol, stripped(resource.get("name")))
 
 
 def _list(value: Any) -> list[Any]:

@@ -22,11 +22,12 @@ from owslib.iso import MD_Metadata
 
 from geoweb.connectors.base import ConfigError, Connector, ConnectorError
 from geoweb.connectors.syncfetch import SyncFetcher
-from geoweb.detect.ogc.common import OGCExceptionReport, clean, lat_first, listed_bbox, with_query
+from geoweb.detect.ogc.common import OGCExceptionReport, lat_first, listed_bbox, with_query
 from geoweb.detect.ogc.csw import search_results
 from geoweb.errors import GeowebError
 from geoweb.models import BBox, OnlineResource, Record, union_bbox
 from geoweb.settings import Settings
+from geoweb.values import stripped, words
 from geoweb.xmlsafe import parse_xml
 
 log = logging.getLogger("geoweb.connectors.csw")
@@ -71,10 +72,6 @@ def parse_time(value: str | None) -> datetime | None:
 # the elements of the hardened tree; what they hold is read null-safe here.
 
 
-def _unique(values) -> list[str]:
-    return list(dict.fromkeys(filter(None, map(clean, values))))
-
-
 def _wgs84_box(box: ows.BoundingBox | None) -> BBox | None:
     """An OWSLib bounding box (axes already in x/y order) as a WGS84 box; None in a CRS that is not WGS84."""
     if box is None:
@@ -87,23 +84,23 @@ def _wgs84_box(box: ows.BoundingBox | None) -> BBox | None:
 def dc_record(elem: etree._Element, source: str) -> Record | None:
     """A ``csw:Record`` (or Summary/BriefRecord) as a Record; None without an identifier."""
     record = CswRecord(elem)
-    identifier = clean(record.identifier)
+    identifier = stripped(record.identifier)
     if identifier is None:
         return None
-    links = [OnlineResource(url, protocol=clean(ref.get("scheme")) or clean(ref.get("protocol")),
-                            name=clean(ref.get("name")) or clean(ref.get("description")))
-             for ref in [*record.references, *record.uris] if (url := clean(ref.get("url")))]  # fmt: skip
+    links = [OnlineResource(url, protocol=stripped(ref.get("scheme")) or stripped(ref.get("protocol")),
+                            name=stripped(ref.get("name")) or stripped(ref.get("description")))
+             for ref in [*record.references, *record.uris] if (url := stripped(ref.get("url")))]  # fmt: skip
     return Record(
         source=source,
         identifier=identifier,
-        title=clean(record.title),
-        abstract=clean(record.abstract),
-        keywords=_unique(record.subjects),
+        title=stripped(record.title),
+        abstract=stripped(record.abstract),
+        keywords=words(record.subjects),
         bbox=union_bbox((_wgs84_box(record.bbox), _wgs84_box(record.bbox_wgs84))),
-        modified=parse_time(clean(record.modified) or clean(record.date)),
+        modified=parse_time(stripped(record.modified) or stripped(record.date)),
         links=links,
-        extra={"schema": "dc", "type": clean(record.type),
-               "formats": _unique([record.format])},
+        extra={"schema": "dc", "type": stripped(record.type),
+               "formats": words([record.format])},
     )  # fmt: skip
 
 
@@ -111,7 +108,7 @@ def iso_record(elem: etree._Element, source: str) -> Record | None:
     """A ``gmd:MD_Metadata`` (ISO 19139) as a Record; None without a file identifier. Links are the online
     resources of the distribution and of a service's operations (contacts' web sites are not the data's)."""
     metadata = MD_Metadata(elem)
-    identifier = clean(metadata.identifier)
+    identifier = stripped(metadata.identifier)
     if identifier is None:
         return None
     ident = next(iter(metadata.identification or ()), None)
@@ -121,21 +118,21 @@ def iso_record(elem: etree._Element, source: str) -> Record | None:
               *(c for op in getattr(ident, "operations", ()) for c in op.get("connectpoint", ()))]  # fmt: skip
     links: dict[tuple[str, str | None], OnlineResource] = {}
     for resource in online:
-        url, protocol = clean(resource.url), clean(resource.protocol)
+        url, protocol = stripped(resource.url), stripped(resource.protocol)
         if url and (url, protocol) not in links:  # each operation of a service repeats its endpoint
-            links[url, protocol] = OnlineResource(url, protocol=protocol, name=clean(resource.name))
+            links[url, protocol] = OnlineResource(url, protocol=protocol, name=stripped(resource.name))
     box = getattr(ident, "bbox", None)
     return Record(
         source=source,
         identifier=identifier,
-        title=clean(getattr(ident, "title", None)),
-        abstract=clean(getattr(ident, "abstract", None)),
-        keywords=_unique(k.name for group in getattr(ident, "keywords", ()) for k in group.keywords),
+        title=stripped(getattr(ident, "title", None)),
+        abstract=stripped(getattr(ident, "abstract", None)),
+        keywords=words(k.name for group in getattr(ident, "keywords", ()) for k in group.keywords),
         bbox=None if box is None else listed_bbox((box.minx, box.miny, box.maxx, box.maxy)),
-        modified=parse_time(clean(metadata.datestamp)),
+        modified=parse_time(stripped(metadata.datestamp)),
         links=list(links.values()),
-        extra={"schema": "iso19139", "type": clean(metadata.hierarchy),
-               "service_type": clean(getattr(ident, "type", None))},  # SV_ServiceIdentification's serviceType
+        extra={"schema": "iso19139", "type": stripped(metadata.hierarchy),
+               "service_type": stripped(getattr(ident, "type", None))},  # SV_ServiceIdentification's serviceType
     )  # fmt: skip
 
 

@@ -14,9 +14,10 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from geoweb.connectors.api import DEFAULT_PAGES, http_url, malformed, said, text_of
+from geoweb.connectors.api import DEFAULT_PAGES, http_url, malformed, said
 from geoweb.connectors.candidates import Portal
 from geoweb.models import OnlineResource, Record
+from geoweb.values import stripped
 
 log = logging.getLogger("geoweb.connectors")
 
@@ -74,8 +75,8 @@ class DataGov(Portal):
         organization = result.get("organization") if isinstance(result.get("organization"), dict) else {}
         return self.dataset_record(
             identifier=identifier,
-            title=text_of(result.get("title") or dcat.get("title")),
-            abstract=text_of(result.get("description") or dcat.get("description")),
+            title=stripped(result.get("title") or dcat.get("title")),
+            abstract=stripped(result.get("description") or dcat.get("description")),
             keywords=[k for k in result.get("keyword") or dcat.get("keyword") or [] if isinstance(k, str)],
             spatial=result.get("spatial_shape") or dcat.get("spatial"),
             modified=dcat.get("modified") or result.get("last_harvested_date"),
@@ -112,7 +113,7 @@ def _links(distributions: Any) -> list[OnlineResource]:
             if url:
                 links.append(
                     OnlineResource(
-                        url, protocol if isinstance(protocol, str) else None, text_of(item.get("title"))
+                        url, protocol if isinstance(protocol, str) else None, stripped(item.get("title"))
                     )
                 )
     return links

@@ -61,11 +61,11 @@ class SearchQuery:
         answering: bool = False,
     ) -> SearchQuery:
         """The query, or InvalidSearch naming the first bad parameter."""
-        text = " ".join(_text(text or "", "q", MAX_TEXT).split())
-        names = [_text(t, "type", MAX_NAME).strip().upper() for t in types]
+        text = " ".join(_checked_text(text or "", "q", MAX_TEXT).split())
+        names = [_checked_text(t, "type", MAX_NAME).strip().upper() for t in types]
         if len(names) > MAX_TYPES:
             raise InvalidSearch(f"type: at most {MAX_TYPES} types")
-        run = _text(run, "run", MAX_NAME) if run else None
+        run = _checked_text(run, "run", MAX_NAME) if run else None
         if level is not None and not 0 <= level <= 1000:
             raise InvalidSearch("level: must be between 0 and 1000")
         if not 1 <= limit <= MAX_LIMIT:
@@ -75,7 +75,7 @@ class SearchQuery:
         box = parse_bbox(bbox) if isinstance(bbox, str) else bbox
         if box is not None:
             _check_box(box)
-        concept = _text(concept, "concept", MAX_NAME).strip() or None
+        concept = _checked_text(concept, "concept", MAX_NAME).strip() or None
         if concept is not None and concept not in default_ontology():
             raise InvalidSearch(f"concept: no concept {concept!r} (GET /api/concepts lists them)")
         types = tuple(sorted(set(filter(None, names))))
@@ -103,7 +103,8 @@ class SearchQuery:
         return [(west, south, 180.0, north), (-180.0, south, east, north)]
 
 
-def _text(value: str | None, name: str, limit: int) -> str:
+def _checked_text(value: str | None, name: str, limit: int) -> str:
+    """A search parameter's text ("" when absent), refused when too long or holding NUL."""
     if value is None:
         return ""
     if len(value) > limit:

@@ -91,7 +91,8 @@ def _wkt(value: Any) -> dict[str, Any] | None:
         return None
 
 
-def _text(value: Any) -> str | None:
+def _as_text(value: Any) -> str | None:
+    """An item's field as text: a list joined (STAC instruments), nothing for objects and nulls."""
     if isinstance(value, list):  # STAC instruments: ["msi"]
         value = ", ".join(str(v) for v in value if v is not None)
     if value is None or isinstance(value, dict):
@@ -189,7 +190,7 @@ class FieldMapping:
             return _wkt(value)
         if kind == "raw":
             return value
-        return _text(value)
+        return _as_text(value)
 
     def format_time(self, moment: datetime) -> str:
         """A time as the archive writes it: the first of ``time_formats``, in ``timezone``."""

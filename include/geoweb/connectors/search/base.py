@@ -7,8 +7,9 @@ import logging
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from geoweb.connectors.api import DEFAULT_PAGES, APIConnector, http_url, malformed, text_of
+from geoweb.connectors.api import DEFAULT_PAGES, APIConnector, http_url, malformed
 from geoweb.models import OnlineResource, Record
+from geoweb.values import stripped
 
 log = logging.getLogger("geoweb.connectors")
 
@@ -77,8 +78,8 @@ class SearchProvider(APIConnector):
         return Record(
             source=self.source,
             identifier=url,
-            title=text_of(item.get(title_key)),
-            abstract=text_of(item.get(snippet_key)),
+            title=stripped(item.get(title_key)),
+            abstract=stripped(item.get(snippet_key)),
             links=[OnlineResource(url, protocol=media_type if isinstance(media_type, str) else None)],
             keyword=query,
             extra={"page": page, "rank": rank},

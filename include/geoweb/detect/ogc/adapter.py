@@ -31,16 +31,15 @@ from owslib import ows
 
 from geoweb.detect.ogc.common import (
     Description,
-    clean,
     corner_bbox,
     lat_first,
     listed_bbox,
     owslib_bytes,
     owslib_dataset,
     owslib_description,
-    words,
 )
 from geoweb.models import BBox, Dataset
+from geoweb.values import stripped, words
 
 # --- WFS 1.0.0 ---
 
@@ -67,7 +66,7 @@ def _lat_long_box(feature_type) -> BBox | None:
 def _split_keywords(texts) -> list[str]:
     """WFS 1.0 Keywords texts, split at commas or semicolons (at white space when they have neither)."""
     found = []
-    for text in filter(None, map(clean, texts or ())):
+    for text in filter(None, map(stripped, texts or ())):
         found += re.split(r"[,;]" if re.search(r"[,;]", text) else r"\s+", text)
     return words(found)
 
@@ -94,7 +93,9 @@ def wcs20_bbox(coverage) -> BBox | None:
     box = None if summary is None else summary.find("{*}WGS84BoundingBox")
     if box is None:
         return None
-    return corner_bbox(_text(box, "{*}LowerCorner"), _text(box, "{*}UpperCorner"), lat_first=False)
+    return corner_bbox(
+        _child_text(box, "{*}LowerCorner"), _child_text(box, "{*}UpperCorner"), lat_first=False
+    )
 
 
 # --- SOS ---
@@ -137,12 +138,13 @@ def csw_description(root: etree._Element) -> Description:
 def wps20_description(root: etree._Element) -> Description:
     """A WPS 2.0 capabilities document: OWS Common metadata, and its ProcessSummary elements."""
     processes = [
-        Dataset(name=_text(summary, "{*}Identifier"), title=_text(summary, "{*}Title"))
+        Dataset(name=_child_text(summary, "{*}Identifier"), title=_child_text(summary, "{*}Title"))
         for summary in root.iterfind("{*}Contents/{*}ProcessSummary")
     ]
     return _ows_description(root, processes)
 
 
-def _text(elem: etree._Element, path: str) -> str | None:
+def _child_text(elem: etree._Element, path: str) -> str | None:
+    """The stripped text of the first element at ``path``."""
     node = elem.find(path)
-    return None if node is None else clean(node.text)
+    return None if node is None else stripped(node.text)

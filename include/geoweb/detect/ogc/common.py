@@ -18,6 +18,7 @@ from lxml import etree
 from geoweb.detect.base import DetectContext
 from geoweb.errors import GeowebError
 from geoweb.models import BBox, Dataset, Resource
+from geoweb.values import stripped, words
 
 # (namespace or None, local name) of a capabilities root element.
 Root = tuple[str | None, str]
@@ -87,27 +88,15 @@ def owslib_service(factory: Callable[..., object], version: str, root: etree._El
     return factory(OWSLIB_URL, version=version, xml=owslib_bytes(root))
 
 
-def clean(value: object) -> str | None:
-    """An OWSLib text value stripped; None when missing or blank."""
-    if not isinstance(value, str):
-        return None
-    return value.strip() or None
-
-
-def words(values: Iterable[object] | None) -> list[str]:
-    """Keywords without blanks or repeats, in their order."""
-    return list(dict.fromkeys(filter(None, map(clean, values or ()))))
-
-
 def owslib_description(service: object, datasets: list[Dataset]) -> Description:
     """Service metadata from an OWSLib service object (``identification`` and ``provider``)."""
     ident = getattr(service, "identification", None)
     provider = getattr(service, "provider", None)
     return Description(
-        title=clean(getattr(ident, "title", None)),
-        abstract=clean(getattr(ident, "abstract", None)),
+        title=stripped(getattr(ident, "title", None)),
+        abstract=stripped(getattr(ident, "abstract", None)),
         keywords=words(getattr(ident, "keywords", None)),
-        provider=clean(getattr(provider, "name", None)),
+        provider=stripped(getattr(provider, "name", None)),
         datasets=datasets,
     )
 
@@ -117,8 +106,8 @@ def owslib_dataset(name: str, content: object, **extra) -> Dataset:
     checked."""
     box = getattr(content, "boundingBoxWGS84", None)
     return Dataset(
-        name=clean(name),
-        title=clean(getattr(content, "title", None)),
+        name=stripped(name),
+        title=stripped(getattr(content, "title", None)),
         bbox=listed_bbox(box[:4]) if box else None,
         keywords=words(getattr(content, "keywords", None)),
         extra=extra,

@@ -7,14 +7,9 @@ from lxml import etree
 from owslib.sos import SensorObservationService
 
 from geoweb.detect.ogc import adapter
-from geoweb.detect.ogc.common import (
-    Description,
-    ServiceType,
-    clean,
-    owslib_description,
-    owslib_service,
-)
+from geoweb.detect.ogc.common import Description, ServiceType, owslib_description, owslib_service
 from geoweb.models import Dataset
+from geoweb.values import stripped
 
 SOS10_NS = "http://www.opengis.net/sos/1.0"
 SOS20_NS = "http://www.opengis.net/sos/2.0"
@@ -24,7 +19,7 @@ def read(root: etree._Element, version: str | None) -> Description:
     reader = "2.0.0" if etree.QName(root).namespace == SOS20_NS else "1.0.0"
     sos = owslib_service(SensorObservationService, reader, root)
     datasets = [
-        Dataset(name=clean(key), title=clean(offering.name), bbox=adapter.sos_bbox(offering))
+        Dataset(name=stripped(key), title=stripped(offering.name), bbox=adapter.sos_bbox(offering))
         for key, offering in sos.contents.items()
     ]
     return owslib_description(sos, datasets)

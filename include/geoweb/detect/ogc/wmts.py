@@ -12,8 +12,8 @@ from geoweb.detect.ogc.common import (
     owslib_dataset,
     owslib_description,
     owslib_service,
-    words,
 )
+from geoweb.values import words
 
 WMTS_NS = "http://www.opengis.net/wmts/1.0"
 

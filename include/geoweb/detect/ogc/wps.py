@@ -7,15 +7,9 @@ from lxml import etree
 from owslib.wps import WebProcessingService
 
 from geoweb.detect.ogc import adapter
-from geoweb.detect.ogc.common import (
-    OWSLIB_URL,
-    Description,
-    ServiceType,
-    clean,
-    owslib_bytes,
-    owslib_description,
-)
+from geoweb.detect.ogc.common import OWSLIB_URL, Description, ServiceType, owslib_bytes, owslib_description
 from geoweb.models import Dataset
+from geoweb.values import stripped
 
 WPS10_NS = "http://www.opengis.net/wps/1.0.0"
 WPS_LEGACY_NS = "http://www.opengeospatial.net/wps"  # drafts before 1.0.0; OWSLib reads them as 1.0.0
@@ -27,7 +21,7 @@ def read(root: etree._Element, version: str | None) -> Description:
         return adapter.wps20_description(root)
     wps = WebProcessingService(OWSLIB_URL, version="1.0.0", skip_caps=True)
     wps.getcapabilities(xml=owslib_bytes(root))
-    processes = [Dataset(name=clean(p.identifier), title=clean(p.title)) for p in wps.processes]
+    processes = [Dataset(name=stripped(p.identifier), title=stripped(p.title)) for p in wps.processes]
     return owslib_description(wps, processes)
 
 
