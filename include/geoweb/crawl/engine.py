@@ -25,7 +25,7 @@ from geoweb.links.filters import HostBudget, URLFilters
 from geoweb.links.normalize import origin
 from geoweb.links.priority import LinkScorer, apply_budget, by_priority, recall_curve
 from geoweb.models import ALL_TYPES, LevelStats, Link, Page, RecordedLink, Resource
-from geoweb.semantic import tag_datasets
+from geoweb.semantic import tag_datasets_in_turns
 from geoweb.settings import Settings
 
 log = logging.getLogger("geoweb.crawl")
@@ -257,7 +257,7 @@ class Crawler:
                 self.stats["detect/crash"] += 1
                 log.exception("%s: detector %s crashed", url, detector.name)
                 continue
-            resources.extend(self.record(found, level, source))
+            resources.extend(await self.record(found, level, source))
         links: list[Link] = []
         if follow and response.status < 400 and looks_like_html(response):
             for link, anchor in extract_links(response.text(), response.final_url):
@@ -266,7 +266,7 @@ class Crawler:
                     links.append(Link(admitted, url, self.scorer.score(admitted, anchor, level + 1)))
         return response.status, resources, links
 
-    def record(self, found: list[Resource], level: int, source: str | None) -> list[Resource]:
+    async def record(self, found: list[Resource], level: int, source: str | None) -> list[Resource]:
         """Keep each (url, type) once per run, of the wanted types, stamped with level and source page, its
         datasets tagged with concepts."""
         kept = []
@@ -276,6 +276,6 @@ class Crawler:
                 continue
             self.found.add(r.key)
             r.level, r.source_page, r.discovered_at = level, source, now
-            tag_datasets(r.datasets, self.settings.concept_lcs_threshold)
+            await tag_datasets_in_turns(r.datasets, self.settings.concept_lcs_threshold)
             kept.append(r)
         return kept

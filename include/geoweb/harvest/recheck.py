@@ -25,7 +25,7 @@ from geoweb.detect.base import DetectContext, Detector, Fetch
 from geoweb.detect.ogc.common import capabilities_url
 from geoweb.errors import FetchError, GeowebError, HTTPStatusError
 from geoweb.models import OGC_TYPES, CheckOutcome, CheckResult, Due, Resource
-from geoweb.semantic import tag_datasets
+from geoweb.semantic import tag_datasets_in_turns
 from geoweb.settings import Settings
 
 log = logging.getLogger("geoweb.revisit")
@@ -115,7 +115,7 @@ class Checker:
         resource = next((r for r in found if r.url == due.url), found[0])
         resource.url = due.url  # the key stays: a redirect does not make another resource
         # tagged with concepts as the crawl tags what it loads, or the reload would differ from the crawl's
-        tag_datasets(resource.datasets, self.settings.concept_lcs_threshold)
+        await tag_datasets_in_turns(resource.datasets, self.settings.concept_lcs_threshold)
         seen = fingerprint(resource)
         changed = due.baseline is not None and seen != due.baseline
         outcome = CheckOutcome.CHANGED if changed else CheckOutcome.UNCHANGED

@@ -82,11 +82,12 @@ class Resource:
             "keywords": self.keywords,
             "provider": self.provider,
             "datasets": len(self.datasets),
-            # field by field, not asdict's deep copy: 5 ms instead of 50 for 2,000 layers, on the crawl's loop
-            "dataset_list": [{f.name: getattr(d, f.name) for f in DATASET_FIELDS} for d in self.datasets],
             "bbox": list(self.bbox) if self.bbox else None,
             "extra": self.extra,
             "discovered_at": self.discovered_at,
+            # last, because the JSON-lines writer encodes it in batches; field by field, not asdict's deep copy:
+            # 5 ms instead of 50 for 2,000 layers, on the crawl's loop
+            "dataset_list": [{f.name: getattr(d, f.name) for f in DATASET_FIELDS} for d in self.datasets],
         }
 
 

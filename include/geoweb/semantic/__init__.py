@@ -3,7 +3,7 @@ dataset names, titles, keywords and schemas against it, and the tagging of detec
 
 from geoweb.semantic.matcher import ConceptMatch, Matcher, default_matcher
 from geoweb.semantic.ontology import Concept, Ontology, OntologyError, default_ontology, load_ontology
-from geoweb.semantic.tagging import tag_datasets
+from geoweb.semantic.tagging import tag_datasets, tag_datasets_in_turns
 
 __all__ = [
     "Concept",
@@ -15,4 +15,5 @@ __all__ = [
     "default_ontology",
     "load_ontology",
     "tag_datasets",
+    "tag_datasets_in_turns",
 ]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 
 from geoweb.models import Dataset
 from geoweb.semantic.matcher import default_matcher
 
+TURN = 64  # datasets tagged between two turns of the event loop: about 3 ms (50 µs a dataset)
 MATCHES_KEY = "concept_matches"  # Dataset.extra: how each concept was matched
 PROPERTIES_KEY = (
     "schema_properties"  # Dataset.extra: property names from the schema (WFS DescribeFeatureType)
@@ -30,3 +32,11 @@ def tag_datasets(datasets: Iterable[Dataset], lcs_threshold: float) -> None:
             dataset.extra[MATCHES_KEY] = [asdict(m) for m in matches]
         else:
             dataset.extra.pop(MATCHES_KEY, None)
+
+
+async def tag_datasets_in_turns(datasets: Sequence[Dataset], lcs_threshold: float) -> None:
+    """``tag_datasets`` on an event loop: a service of 2,000 layers takes 0.1 s to tag, so the loop's other
+    tasks run between batches of ``TURN`` datasets."""
+    for start in range(0, len(datasets), TURN):
+        tag_datasets(datasets[start : start + TURN], lcs_threshold)
+        await asyncio.sleep(0)
