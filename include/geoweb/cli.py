@@ -9,11 +9,11 @@ import json
 import logging
 import math
 import sys
-from contextlib import nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 
 from geoweb.errors import SettingsError
+from geoweb.harvest.export import FORMATS, LAYERS
 from geoweb.harvest.params import SEARCH_PAGES, WEB_SEARCH
 from geoweb.models import ALL_TYPES
 from geoweb.settings import Settings
@@ -69,10 +69,17 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("urls", nargs="+")
     _add_revisit(commands)
     export = commands.add_parser(
-        "export", help="write a run's resources from PostGIS (GEOWEB_DB) as geoweb crawl JSON lines"
+        "export",
+        help="write a run's resources and datasets from PostGIS (GEOWEB_DB): geoweb crawl JSON lines, CSV, "
+        "GeoJSON, GeoPackage or GeoParquet",
     )
     export.add_argument("--run", required=True, metavar="RUN_ID|latest", help="the run, or latest started")
-    export.add_argument("--output", "-o", default="-", help="JSON-lines file (default stdout)")
+    export.add_argument("--output", "-o", default="-", help="the file (default stdout, JSON lines only)")
+    export.add_argument("--format", choices=FORMATS, default="jsonl", help="default jsonl")
+    export.add_argument(
+        "--layer", choices=LAYERS,
+        help="the table to write: csv, geojson and parquet hold one (default resources), gpkg both",
+    )  # fmt: skip
 
     # connectors: their settings come from GEOWEB_<NAME>_URL, GEOWEB_<NAME>_KEY... (see geoweb.connectors.api)
     seed = commands.add_parser(
@@ -159,7 +166,10 @@ def _positive(value: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "export":
+        _check_export(parser, args)
     logging.basicConfig(
         level=args.log_level.upper(),
         stream=sys.stderr,
@@ -303,31 +313,27 @@ def _crawl(args) -> int:
     return 0
 
 
+def _check_export(parser: argparse.ArgumentParser, args) -> None:
+    """What argparse cannot check alone: a layer is chosen in a table format, only JSON lines go to stdout."""
+    if args.format == "jsonl" and args.layer:
+        parser.error("--layer is for the table formats: JSON lines hold each resource with its datasets")
+    if args.format != "jsonl" and args.output == "-":
+        parser.error(f"--format {args.format} is written to a file: give --output FILE")
+
+
 def _export(args) -> int:
-    """Stream the run's records to the output; a file is written aside and renamed when complete."""
+    from geoweb.harvest.export import export_run
     from geoweb.store import Store, StoreError
 
-    target = None if args.output == "-" else Path(args.output)
-    partial = target.with_name(target.name + ".part") if target else None
+    output = None if args.output == "-" else Path(args.output)
     try:
         with Store.from_env() as store:
-            run_id = store.runs.latest() if args.run == "latest" else args.run
-            if run_id is None:
-                raise StoreError("the database holds no run yet")
-            count = 0
-            with open(partial, "w", encoding="utf-8") if partial else nullcontext(sys.stdout) as out:
-                for record in store.resources.export(run_id):
-                    out.write(json.dumps(record, ensure_ascii=False) + "\n")
-                    count += 1
-        if partial:
-            partial.replace(target)
+            exported = export_run(store, args.run, output, args.format, args.layer)
     except StoreError as exc:
         print(f"geoweb export: {exc}", file=sys.stderr)
         return 1
-    finally:
-        if partial:
-            partial.unlink(missing_ok=True)
-    log.info("exported %d resources of run %s to %s", count, run_id, args.output)
+    rows = ", ".join(f"{count} {layer}" for layer, count in exported.rows.items())
+    log.info("exported %s of run %s to %s", rows, exported.run_id, args.output)
     return 0
 
 

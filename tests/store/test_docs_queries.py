@@ -53,7 +53,7 @@ def loaded(loaded_dsn) -> Iterator[Store]:
 
 
 def load(dsn: str) -> None:
-    """run-1: a WMS and a WFS; run-2 (the latest): the WMS, a WMTS, then an SOS and a KML a level deeper."""
+    """run-1: a WMS, a WFS and a WCS; run-2 (the latest): the WMS, a WMTS, then an SOS and a KML a level deeper."""
     rivers_wms = resource(WMS, "WMS", "Rivers and lakes of Taiwan", [
         layer("rivers", "Rivers", (121.0, 24.8, 121.8, 25.3)),
         layer("reservoirs", "Reservoirs", (120.2, 22.5, 120.8, 23.2)),
@@ -74,10 +74,16 @@ def load(dsn: str) -> None:
     features = resource(
         f"{SITE}/wfs", "WFS", "Parcels", [layer("parcels", "Parcels", (121.0, 24.0, 121.2, 24.2))]
     )
+    elevation = resource(f"{SITE}/wcs", "WCS", "Elevation", [
+        layer("dem", "Digital elevation model", (119.3, 21.8, 122.1, 25.4)),
+    ])  # fmt: skip
+    elevation.bbox = (119.3, 21.8, 122.1, 25.4)
     with Store(dsn) as store:
         store.migrate()
         store.runs.begin("run-1", {})
-        store.frontier.commit_pages("run-1", [page(f"{SITE}/", 1, None, [rivers_wms, features])], 2)
+        store.frontier.commit_pages(
+            "run-1", [page(f"{SITE}/", 1, None, [rivers_wms, features, elevation])], 2
+        )
         store.runs.end("run-1", RunStatus.SUCCESS, {})
         store.runs.begin("run-2", {})
         store.frontier.add_urls("run-2", 0, [(f"{SITE}/", None, "rivers")], 2)
@@ -103,7 +109,7 @@ def query(store: Store, heading: str) -> list[tuple]:
 
 
 def test_every_sql_query_of_the_doc_is_tested():
-    assert len(code_blocks("sql")) == 7
+    assert len(code_blocks("sql")) == 14
 
 
 def test_wms_layers_in_a_box(loaded):
@@ -112,7 +118,7 @@ def test_wms_layers_in_a_box(loaded):
 
 def test_services_per_type_per_run(loaded):
     assert query(loaded, "Services per type per run") == [
-        ("run-1", "WFS", 1), ("run-1", "WMS", 1),
+        ("run-1", "WCS", 1), ("run-1", "WFS", 1), ("run-1", "WMS", 1),
         ("run-2", "KML", 1), ("run-2", "SOS", 1), ("run-2", "WMS", 1), ("run-2", "WMTS", 1),
     ]  # fmt: skip
 
@@ -154,4 +160,38 @@ def test_the_geopandas_example(loaded_dsn, monkeypatch):
     layers = namespace["layers"]
     assert sorted(layers["name"]) == ["alps", "reservoirs", "rivers"]
     assert layers.crs.to_epsg() == 4326
-    assert set(layers.geometry.geom_type) == {"Polygon"}
+    assert set(layers.geometry.geom_type) == {"MultiPolygon"}
+
+
+def test_resources_seen_last_week(loaded):
+    assert query(loaded, "Every resource seen in the last week, per type") == [
+        ("KML", 1), ("SOS", 1), ("WCS", 1), ("WFS", 1), ("WMS", 1), ("WMTS", 1),
+    ]  # fmt: skip
+
+
+def test_services_in_a_box(loaded):
+    assert query(loaded, "Services whose box meets a box") == [("WCS", f"{SITE}/wcs", "Elevation")]
+
+
+def test_files_per_type(loaded):
+    assert query(loaded, "Files per type, and how many have a box") == [("KML", 1, 0)]
+
+
+def test_datasets_in_a_box_per_type(loaded):
+    assert query(loaded, "Datasets in a box, per type of resource") == [
+        ("KML", 1), ("SOS", 1), ("WCS", 1), ("WFS", 1), ("WMS", 2), ("WMTS", 1),
+    ]  # fmt: skip
+
+
+def test_wms_layers_in_southern_taiwan(loaded):
+    assert query(loaded, "WMS layers in southern Taiwan") == [(WMS, "reservoirs", "Reservoirs")]
+
+
+def test_feature_types_by_area(loaded):
+    ((url, name, km2),) = query(loaded, "WFS feature types by the area they cover")
+    assert (url, name) == (f"{SITE}/wfs", "parcels")
+    assert 400 < km2 < 500  # 0.2 by 0.2 degrees at 24 degrees north
+
+
+def test_coverages_over_a_point(loaded):
+    assert query(loaded, "WCS coverages over a point") == [(f"{SITE}/wcs", "dem", "Digital elevation model")]

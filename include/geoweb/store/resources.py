@@ -8,10 +8,10 @@ revisit's check (``Revisits.record_check``) save resources together with their o
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC
 
-from psycopg2.extras import execute_values
+from psycopg2.extras import RealDictCursor, execute_values
 
 from geoweb.errors import StoreError
 from geoweb.models import Dataset, Resource, ResourceStatus
@@ -19,7 +19,7 @@ from geoweb.store.geometry import boxes_of
 from geoweb.store.repository import PAGE_SIZE, Repository
 from geoweb.store.rows import DATASET_COLUMNS, RESOURCE_COLUMNS, ResourceRows
 
-EXPORT_BATCH = 1000  # resources read per round trip by export
+EXPORT_BATCH = 1000  # rows read per round trip by the exports
 
 _RESOURCES_UPSERT = f"""
 INSERT INTO resources ({", ".join(RESOURCE_COLUMNS)}) VALUES %s
@@ -63,6 +63,26 @@ FROM datasets WHERE resource_id = ANY(%s)
 ORDER BY resource_id, position
 """
 
+# The rows of a run in the views of migration 0011, geometries as WKB: its resources, with the level and
+# source page of the run's sighting, and their datasets.
+_EXPORT_LAYERS = {
+    "resources": """
+SELECT v.id, v.url, v.type, v.version, v.title, v.abstract, v.provider, v.keywords, rr.level, rr.source_page,
+       v.first_seen, v.last_seen, v.last_status, ST_AsBinary(v.bbox) AS bbox
+FROM run_resources rr JOIN qgis_resources v ON v.id = rr.resource_id
+WHERE rr.run_id = %s
+ORDER BY rr.level, v.id
+""",
+    "datasets": """
+SELECT v.id, v.resource_id, v.resource_url, v.resource_type, v.resource_title, v.provider, v.position, v.name,
+       v.title, v.keywords, v.concepts, ST_AsBinary(v.footprint) AS footprint
+FROM run_resources rr JOIN qgis_datasets v ON v.resource_id = rr.resource_id
+WHERE rr.run_id = %s
+ORDER BY rr.level, v.resource_id, v.position
+""",
+}
+EXPORT_LAYERS = tuple(_EXPORT_LAYERS)
+
 
 def upsert_resources(cur, resources: list[ResourceRows]) -> dict[tuple[str, str], int]:
     """Upsert resources and replace their dataset lists, in the cursor's transaction; returns the id of each
@@ -103,15 +123,45 @@ class Resources(Repository):
     def export(self, run_id: str) -> Iterator[dict]:
         """The run's resources as ``Resource.to_record()`` records (the ``geoweb crawl`` JSON lines), by level,
         streamed from one snapshot: use the Store for nothing else until the iteration ends."""
-        with self._transaction() as cur:
-            cur.execute("SELECT 1 FROM crawl_runs WHERE run_id = %s", (run_id,))
-            if cur.fetchone() is None:
-                raise StoreError(f"unknown run {run_id!r}")
+        self._check_run(run_id)
         with self.conn, self.conn.cursor(name="export_run") as resources, self.conn.cursor() as cur:
             resources.itersize = EXPORT_BATCH
             resources.execute(_EXPORT_RESOURCES, (run_id,))
             while batch := resources.fetchmany(EXPORT_BATCH):
                 yield from _records(cur, batch)
+
+    def export_layers(
+        self, run_id: str, layers: Sequence[str] = EXPORT_LAYERS
+    ) -> Iterator[tuple[str, Iterator[list[dict]]]]:
+        """The run's rows of the views ``qgis_resources`` and ``qgis_datasets`` (geometries as WKB bytes, the
+        level and source page those of the run's sighting): for each layer asked for (of ``EXPORT_LAYERS``), its name and its rows in
+        batches of dicts, column by name. The layers come from one snapshot, so a crawl committing meanwhile
+        cannot make them disagree: read each layer's batches before the next layer, and use the Store for
+        nothing else until the iteration ends. StoreError for an unknown run, raised by this call."""
+        self._check_run(run_id)
+        return self._layer_batches(run_id, layers)
+
+    def _layer_batches(
+        self, run_id: str, layers: Sequence[str]
+    ) -> Iterator[tuple[str, Iterator[list[dict]]]]:
+        with self.conn, self.conn.cursor() as cur:
+            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            for layer in layers:
+                with self.conn.cursor(name=f"export_{layer}", cursor_factory=RealDictCursor) as rows:
+                    rows.itersize = EXPORT_BATCH
+                    rows.execute(_EXPORT_LAYERS[layer], (run_id,))
+                    yield layer, _batches(rows)
+
+    def _check_run(self, run_id: str) -> None:
+        with self._transaction() as cur:
+            cur.execute("SELECT 1 FROM crawl_runs WHERE run_id = %s", (run_id,))
+            if cur.fetchone() is None:
+                raise StoreError(f"unknown run {run_id!r}")
+
+
+def _batches(cursor) -> Iterator[list]:
+    while batch := cursor.fetchmany(EXPORT_BATCH):
+        yield batch
 
 
 def _records(cur, batch: list[tuple]) -> Iterator[dict]:
