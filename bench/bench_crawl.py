@@ -46,7 +46,9 @@ from geoweb.settings import Settings
 BENCH = Path(__file__).resolve().parent
 CRAWLERS = ("scrapy", "geoweb")
 # the last lines of `geoweb crawl`'s report on stderr
-_GEOWEB_TOTALS = re.compile(r"^\s*all\s+(\d+)\s+\d+\s+(\d+)\s+[\d.]+\s+([\d.]+)\s*$", re.M)
+_GEOWEB_TOTALS = re.compile(
+    r"^\s*all\s+(\d+)\s+\d+\s+(\d+)\s+\d+\s+[\d.]+\s+([\d.]+)\s*$", re.M
+)  # urls, failures, secs
 
 
 @dataclass

@@ -149,3 +149,17 @@ def test_nginx_accepts_the_generated_config(web):
     result = subprocess.run(["nginx", "-t", "-c", str(conf), "-p", str(root)], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert "access_log off;" in sw.nginx_conf(SPEC, root).read_text()
+
+
+def test_the_crawl_benchmark_reads_the_totals_of_the_report_geoweb_crawl_prints():
+    """bench_crawl.py parses ``geoweb crawl``'s report from its stderr: a new column must not break it."""
+    from geoweb.crawl.report import CrawlReport
+    from geoweb.models import LevelStats
+
+    spec = importlib.util.spec_from_file_location("bench_crawl", BENCH / "bench_crawl.py")
+    bench_crawl = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench_crawl)
+    report = CrawlReport(levels=[LevelStats(0, urls=8, resources=1, failures=2, seconds=1.5),
+                                 LevelStats(1, urls=92, resources=3, failures=1, deferred=4, seconds=2.0)])  # fmt: skip
+    report.seconds = 3.5
+    assert bench_crawl.parse_geoweb("", report.table()) == (100, 3, 3.5)
