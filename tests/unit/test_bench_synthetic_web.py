@@ -158,6 +158,7 @@ def test_the_crawl_benchmark_reads_the_totals_of_the_report_geoweb_crawl_prints(
 
     spec = importlib.util.spec_from_file_location("bench_crawl", BENCH / "bench_crawl.py")
     bench_crawl = importlib.util.module_from_spec(spec)
+    sys.modules["bench_crawl"] = bench_crawl  # as for synthetic_web above
     spec.loader.exec_module(bench_crawl)
     report = CrawlReport(levels=[LevelStats(0, urls=8, resources=1, failures=2, seconds=1.5),
                                  LevelStats(1, urls=92, resources=3, failures=1, deferred=4, seconds=2.0)])  # fmt: skip
