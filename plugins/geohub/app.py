@@ -195,7 +195,12 @@ def create_app() -> FastAPI:
             str | None, Query(max_length=MAX_NAME, description="Only resources this run found.")
         ] = None,
         level: Annotated[
-            int | None, Query(ge=0, le=1000, description="Only resources found at this link depth.")
+            int | None,
+            Query(
+                ge=0,
+                le=1000,
+                description="Only resources first found at this link depth (in `run`, if given).",
+            ),
         ] = None,
         concept: Annotated[
             str | None,

@@ -165,7 +165,8 @@ def search(conn, query: SearchQuery) -> SearchPage:
         cur.execute(*search_statement(query))
         rows = cur.fetchall()
         cur.execute(*summary_statement(query))
-        total, outside_box, no_footprint, *facets = cur.fetchone()
+        total, unboxed, no_footprint, *facets = cur.fetchone()
+    outside_box = 0 if unboxed is None else unboxed - no_footprint - total
     hits = [Hit(*row[:12], document_url(row[1], row[2]), *row[12:]) for row in rows[: query.limit]]
     more = len(rows) > query.limit
     next_offset = query.offset + query.limit if more else None

@@ -30,7 +30,9 @@ GEOJSON_DIGITS = 5  # decimals of degrees: about a metre
 TOP_CONCEPTS = 5  # a result's most frequent concepts among its datasets
 TOP_PROVIDERS = 20  # providers in the provider facet, the most frequent first
 
-_FOUND_BY = "EXISTS (SELECT 1 FROM run_resources rr WHERE rr.resource_id = r.id{run}{level})"
+_FOUND_BY = (
+    "EXISTS (SELECT 1 FROM run_resources rr WHERE rr.resource_id = r.id AND rr.run_id = %(run)s{level})"
+)
 
 # The matches, the page of them, and the page's rows with their dataset count, footprint (a resource's
 # box, else the extent of its datasets) and most frequent concepts. A text search ranks every match anyway, so its matches are found
@@ -58,32 +60,31 @@ FROM page JOIN resources r ON r.id = page.id
 ORDER BY {{outer}}
 """
 
-# The numbers of the whole answer. `matches` meet every filter but the box, each marked whether it is in the
-# box, so that the answer can say how many the box left out and how many no box can find; the total and the
-# facets count the ones in the box. A resource's levels are those of the runs that found it (as the level
-# filter reads them); its concepts are `about`, each concept with every concept above it.
+# The numbers of the whole answer. The total and the facets count the matches (in the box, when there is
+# one); the matches of every filter but the box are only counted, all of them and those without a footprint,
+# so that the answer can say how many the box left out and how many no box can find (without text, through
+# the primary key and resources_no_footprint). A resource's level is that of its first sighting, or in the
+# run searched (as the level filter reads it); its concepts are `about`, each concept with every concept
+# above it.
 _SUMMARY = f"""
 WITH matches AS MATERIALIZED (
-    SELECT r.id, r.type, r.provider, r.last_status, r.about, r.bbox IS NULL AS no_footprint,
-           {{in_box}} AS in_box
+    SELECT r.id, r.type, r.provider, r.last_status, r.about, {{level}} AS level, r.bbox IS NULL AS no_footprint
     FROM resources r
-    WHERE {{where}}
-), counted AS (
-    SELECT * FROM matches WHERE in_box
+    WHERE {{where}} AND {{in_box}}
 )
 SELECT
-    (SELECT count(*) FROM counted),
-    (SELECT count(*) FROM matches WHERE NOT in_box AND NOT no_footprint),
-    (SELECT count(*) FROM matches WHERE no_footprint),
-    ARRAY(SELECT ARRAY[type, count(*)::text] FROM counted GROUP BY type ORDER BY count(*) DESC, type),
-    ARRAY(SELECT ARRAY[provider, count(*)::text] FROM counted WHERE provider IS NOT NULL
+    (SELECT count(*) FROM matches),
+    {{unboxed}},
+    {{no_footprint}},
+    ARRAY(SELECT ARRAY[type, count(*)::text] FROM matches GROUP BY type ORDER BY count(*) DESC, type),
+    ARRAY(SELECT ARRAY[provider, count(*)::text] FROM matches WHERE provider IS NOT NULL
           GROUP BY provider ORDER BY count(*) DESC, provider LIMIT {TOP_PROVIDERS}),
-    ARRAY(SELECT ARRAY[c, count(*)::text] FROM counted, unnest(about) c GROUP BY c ORDER BY count(*) DESC, c),
-    ARRAY(SELECT ARRAY[rr.level, count(DISTINCT rr.resource_id)]
-          FROM counted JOIN run_resources rr ON rr.resource_id = counted.id{{run}}
-          GROUP BY rr.level ORDER BY rr.level),
-    ARRAY(SELECT ARRAY[last_status, count(*)::text] FROM counted GROUP BY last_status ORDER BY last_status)
+    ARRAY(SELECT ARRAY[c, count(*)::text] FROM (SELECT unnest(about) AS c FROM matches) t
+          GROUP BY c ORDER BY count(*) DESC, c),
+    ARRAY(SELECT ARRAY[level, count(*)] FROM matches WHERE level IS NOT NULL GROUP BY level ORDER BY level),
+    ARRAY(SELECT ARRAY[last_status, count(*)::text] FROM matches GROUP BY last_status ORDER BY last_status)
 """
+_RUN_LEVEL = "(SELECT rr.level FROM run_resources rr WHERE rr.run_id = %(run)s AND rr.resource_id = r.id)"
 
 
 def _envelopes(boxes: list[Box]) -> tuple[list[str], dict]:
@@ -112,14 +113,12 @@ def _filters(query: SearchQuery) -> tuple[list[str], dict]:
     if query.types:
         params["types"] = list(query.types)
         where.append("r.type = ANY(%(types)s)")
-    if query.run is not None or query.level is not None:
+    if query.run is not None:
         params.update(run=query.run, level=query.level)
-        where.append(
-            _FOUND_BY.format(
-                run=" AND rr.run_id = %(run)s" if query.run is not None else "",
-                level=" AND rr.level = %(level)s" if query.level is not None else "",
-            )
-        )
+        where.append(_FOUND_BY.format(level=" AND rr.level = %(level)s" if query.level is not None else ""))
+    elif query.level is not None:  # the level of its first sighting, as each result shows
+        params["level"] = query.level
+        where.append("r.level = %(level)s")
     if query.concept is not None:  # through the GIN index of resources.about
         params["concept"] = [query.concept]
         where.append("r.about @> %(concept)s::text[]")
@@ -158,16 +157,21 @@ def search_statement(query: SearchQuery) -> tuple[str, dict]:
 
 
 def summary_statement(query: SearchQuery) -> tuple[str, dict]:
-    """The statement and parameters of the answer's numbers: one row of the total, the matches outside the
-    box, those without a footprint, and the type, provider, concept, level and status facets as arrays of
-    [value, count]."""
+    """The statement and parameters of the answer's numbers: one row of the total, the matches of every filter
+    but the box (NULL without a box), those of them without a footprint, and the type, provider, concept,
+    level and status facets as arrays of [value, count]."""
     where, params = _filters(query)
     in_box, box_params = _in_box(query)
     params.update(box_params)
+    where_sql = "\n      AND ".join(where)
     sql = _SUMMARY.format(
-        # a resource without a box is in no box (ST_Intersects of NULL is NULL)
-        in_box=f"coalesce({in_box}, FALSE)",
-        where="\n      AND ".join(where),
-        run=" AND rr.run_id = %(run)s" if query.run is not None else "",
+        in_box=in_box,
+        where=where_sql,
+        unboxed=f"(SELECT count(*) FROM resources r WHERE {where_sql})" if query.bbox else "NULL::bigint",
+        # without a box they are among the matches
+        no_footprint=f"(SELECT count(*) FROM resources r WHERE {where_sql} AND r.bbox IS NULL)"
+        if query.bbox
+        else "(SELECT count(*) FROM matches WHERE no_footprint)",
+        level=_RUN_LEVEL if query.run is not None else "r.level",
     )
     return sql, params

@@ -19,6 +19,9 @@ UPDATE concepts c SET ancestors = ARRAY(SELECT DISTINCT ancestor COLLATE "C" FRO
 -- and the concept facet read, one array per resource instead of its datasets.
 ALTER TABLE resources ADD COLUMN about text[] NOT NULL DEFAULT '{}';
 ALTER TABLE resources ALTER COLUMN search DROP EXPRESSION;
+-- Documents of a few kilobytes stay in the row, uncompressed: ranking reads the document of every match, and
+-- fetching each from the TOAST table made ranking three times slower (bench/README.md).
+ALTER TABLE resources SET (toast_tuple_target = 8160);
 
 CREATE FUNCTION geoweb_about(resource bigint) RETURNS text[]
     LANGUAGE sql STABLE PARALLEL SAFE
@@ -96,6 +99,8 @@ UPDATE resources r SET search = geoweb_search_document(r, r.about);
 CREATE INDEX resources_search ON resources USING gin (search);
 CREATE INDEX resources_about ON resources USING gin (about);
 CREATE INDEX resources_provider ON resources (provider);
+-- The resources no box finds, counted in every answer.
+CREATE INDEX resources_no_footprint ON resources (id) WHERE bbox IS NULL;
 
 CREATE TRIGGER resources_index BEFORE INSERT OR UPDATE OF url, title, abstract, keywords, provider, keyword,
     source_page ON resources FOR EACH ROW EXECUTE FUNCTION geoweb_index_resource();
