@@ -11,10 +11,14 @@ and over HTTP through a real Airflow API server with the GeoHub plugin (login, v
     .venv/bin/python -m bench.bench_search --drop            # remove the scratch database
 
 The local PostgreSQL (``python -m stack``) is started if it is down, and stopped at the end if it was; its
-superuser creates the scratch database. The data: titles, keywords and abstracts drawn from geospatial terms
-and made-up place names, frequent ones more often (so that queries match from a few to 80,000 resources);
-resource boxes over the world from 0.03 to 30 degrees wide (2% world-wide), each resource's datasets inside
-its box (WPS and CSW, 15%, have neither); five runs that found each resource at levels 0 to 5.
+superuser creates the scratch database. The data: each resource is about one theme (a most specific concept
+of the ontology) at one made-up place and has one of 800 providers, which its title ("lake of katori", a
+synonym of the theme at times), its dataset names (``lake_katori_3``) and its datasets' concepts (four in
+five tagged with the theme) say, and which ``extra`` records for the judged queries (bench/search_relevance.py);
+keywords and titles add words that name no concept, abstracts and dataset titles any geospatial term, frequent
+ones more often (so that queries match from a few to 80,000 resources); resource boxes over the world from
+0.03 to 30 degrees wide (2% world-wide), each resource's datasets inside its box (WPS and CSW, 15%, have
+neither); five runs that found each resource at levels 0 to 5.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import statistics
 import sys
 import time
@@ -30,9 +35,12 @@ from contextlib import closing
 from urllib.parse import urlsplit
 
 import psycopg2
+from psycopg2.extras import execute_values
 
+from bench import search_relevance
 from geoweb.geohub import SearchDatabase, SearchQuery, search
 from geoweb.geohub.sql import search_statement
+from geoweb.semantic import default_ontology
 from geoweb.store import Store
 from stack import postgres as stack_postgres
 from stack.layout import GEOWEB_DB, REPO
@@ -65,6 +73,17 @@ toponym placename gazetteer historic topographic thematic inventory survey sampl
 """.split()
 _SYLLABLES = "ka to ri mo sa ne lu vi da pe go shi ra no te mi ba ku zo fe".split()
 NAMES = [a + b + c for a in _SYLLABLES for b in _SYLLABLES for c in _SYLLABLES]
+# What a resource is about: the most specific concepts (nothing below them), the first ones more often.
+THEMES = sorted(c.id for c in default_ontology() if not default_ontology().descendants(c.id))
+_CONCEPT_WORDS = {
+    w for c in default_ontology() for label in c.labels for w in re.findall(r"\w+", label.lower())
+}
+NEUTRAL = [t for t in TERMS if t not in _CONCEPT_WORDS]  # words of titles and keywords that name no concept
+# 800 providers: a two-syllable name (never a place's) and a kind of body that names no concept either
+_BODIES = ["Mapping Agency", "Survey Office", "Geoportal", "Regional Council", "Statistics Bureau",
+           "Data Service", "Municipality", "Institute"]  # fmt: skip
+PROVIDERS = [f"{(a + b).capitalize()} {_BODIES[(i + k) % len(_BODIES)]}"
+             for i, (a, b) in enumerate((a, b) for a in _SYLLABLES for b in _SYLLABLES) for k in (0, 3)]  # fmt: skip
 # The word of rank k (TERMS, then NAMES): a function, so that no big array is copied for every word drawn.
 _WORD_FUNCTION = f"""
 CREATE FUNCTION pg_temp.word(k integer) RETURNS text LANGUAGE sql IMMUTABLE
@@ -76,6 +95,7 @@ RETURN CASE WHEN k < {len(TERMS)} THEN (%(terms)s::text[])[k + 1]
 # The word of rank k is drawn about (k + 1)^(-2/3) times as often as the first: "map" is in 80% of the
 # resources, "water" in a quarter, a term near the end of TERMS in 2%, a place name in 0.1 to 0.5%.
 _WORD = f"pg_temp.word(floor(power(random(), 3) * {len(TERMS) + len(NAMES)})::int)"
+_NEUTRAL = f"(%(neutral)s::text[])[1 + floor(power(random(), 2) * {len(NEUTRAL)})::int]"
 TYPES = ("WMS", "WMS", "WMS", "WFS", "WFS", "WCS", "WMTS", "WPS", "SOS", "CSW", "KML", "KML", "SHAPEFILE")
 
 GENERATE = f"""
@@ -92,30 +112,33 @@ SELECT 'bench_run_' || i, 'success', now() - i * interval '1 day', now() - i * i
 FROM generate_series(1, {RUNS}) i;
 
 INSERT INTO resources (url, type, version, title, abstract, keywords, provider, bbox, source_page, keyword,
-                       level)
+                       level, extra)
 SELECT format('https://gis%%s.%%s.example.org/ows/%%s/service', n %% 5000, pg_temp.word(n %% 97), n),
        type, '1.3.0',
-       (SELECT string_agg({_WORD}, ' ') FROM generate_series(1, 2 + (n %% 5))),
+       t.word || ' of ' || t.place
+           || coalesce((SELECT ' ' || string_agg({_NEUTRAL}, ' ') FROM generate_series(1, n %% 3)), ''),
        (SELECT string_agg({_WORD}, ' ') FROM generate_series(1, 15 + (n %% 25))),
-       (SELECT array_agg({_WORD}) FROM generate_series(1, 1 + (n %% 6))),
-       'Agency ' || (n %% 800),
+       (SELECT array_agg({_NEUTRAL}) FROM generate_series(1, 1 + (n %% 6))),
+       t.provider,
        CASE WHEN type NOT IN ('WPS', 'CSW') THEN
            ST_MakeEnvelope(greatest(cx - size / 2, -180), greatest(cy - size / 4, -90),
                            least(cx + size / 2, 180), least(cy + size / 4, 90), 4326) END,
        format('https://portal%%s.example.net/%%s/links.html', n %% 3000, pg_temp.word(n %% 53)),
        CASE WHEN n %% 4 = 0 THEN pg_temp.word(n %% 211) END,
-       n %% 6
-FROM shape
+       n %% 6,
+       jsonb_build_object('theme', t.theme, 'place', t.place)
+FROM shape JOIN truth t USING (n)
 ORDER BY n;
 
 -- 1 to 19 datasets per resource (10 on average), each inside its resource's box
-INSERT INTO datasets (resource_id, position, name, title, keywords, footprint)
-SELECT r.id, p, 'layer_' || p,
+INSERT INTO datasets (resource_id, position, name, title, keywords, footprint, concepts)
+SELECT r.id, p, format('%%s_%%s_%%s', t.theme, t.place, p),
        (SELECT string_agg({_WORD}, ' ') FROM generate_series(1, 1 + (p %% 4))),
        ARRAY[pg_temp.word((r.id + p)::integer %% 150)],
        CASE WHEN r.type NOT IN ('WPS', 'CSW') THEN
-           ST_MakeEnvelope(x, y, least(x + width, 180), least(y + width / 2, 90), 4326) END
-FROM resources r JOIN shape s ON s.n = r.id,
+           ST_MakeEnvelope(x, y, least(x + width, 180), least(y + width / 2, 90), 4326) END,
+       CASE WHEN random() < 0.8 THEN ARRAY[t.theme] ELSE '{{}}' END  -- as the tagger misses some
+FROM resources r JOIN shape s ON s.n = r.id JOIN truth t ON t.n = r.id,
      LATERAL generate_series(0, (r.id * 7919) %% 19) p,
      LATERAL (SELECT s.size * random() * 0.5 AS width) size,
      LATERAL (SELECT greatest(s.cx - s.size / 2, -180) + random() * s.size * 0.5 AS x,
@@ -141,6 +164,9 @@ QUERIES: dict[str, dict] = {
     "bbox, world": {"bbox": (-180.0, -90.0, 180.0, 90.0)},
     "text + bbox": {"text": "soil", "bbox": (-10.0, 35.0, 30.0, 60.0)},
     "text + type + bbox": {"text": "elevation", "types": ["WCS", "WMS"], "bbox": (100.0, 0.0, 140.0, 40.0)},
+    "text, a prefix (`glac`)": {"text": "glac"},
+    "text, a provider": {"text": PROVIDERS[77]},
+    "concept + text": {"text": "survey", "concept": "hydrography"},
     "host address": {"text": f"gis17.{TERMS[17]}.example.org"},
     "run + level": {"run": "bench_run_2", "level": 3},
     "text, page 5": {"text": "soil", "offset": 80},
@@ -163,11 +189,16 @@ def drop() -> None:
 
 
 def counts(dsn: str) -> tuple[int, int] | None:
-    """(resources, datasets) of the scratch database, or None when it does not exist."""
+    """(resources, datasets) of the scratch database, or None when it does not exist or holds data of an
+    older generator (without each resource's theme)."""
     try:
         with closing(psycopg2.connect(dsn)) as conn, conn.cursor() as cur:
-            cur.execute("SELECT (SELECT count(*) FROM resources), (SELECT count(*) FROM datasets)")
-            return cur.fetchone()
+            cur.execute(
+                "SELECT (SELECT count(*) FROM resources), (SELECT count(*) FROM datasets), "
+                "EXISTS (SELECT 1 FROM resources WHERE extra ? 'theme')"
+            )
+            resources, datasets, themed = cur.fetchone()
+            return (resources, datasets) if themed else None
     except psycopg2.Error:
         return None
 
@@ -180,12 +211,29 @@ def generate(resources: int) -> float:
     with Store(dsn) as store:
         store.migrate()
     params = {"seed": SEED, "terms": TERMS, "syllables": _SYLLABLES, "resources": resources,
-              "types": list(TYPES), "type_count": len(TYPES)}  # fmt: skip
+              "types": list(TYPES), "type_count": len(TYPES), "neutral": NEUTRAL}  # fmt: skip
     with closing(psycopg2.connect(dsn)) as conn, conn, conn.cursor() as cur:
+        cur.execute(
+            "CREATE TEMP TABLE truth (n integer PRIMARY KEY, theme text, place text, provider text, word text)"
+        )
+        execute_values(cur, "INSERT INTO truth VALUES %s", truth(resources), page_size=10_000)
         cur.execute(GENERATE, params)
     with stack_postgres.superuser(SCRATCH) as cur:
         cur.execute("VACUUM ANALYZE")
     return time.monotonic() - started
+
+
+def truth(resources: int) -> list[tuple]:
+    """What each resource is, seeded: (n, theme, place, provider, the theme's word in its title: its label,
+    or one of its synonyms two times in five)."""
+    rng, ontology = random.Random(SEED), default_ontology()
+    rows = []
+    for n in range(1, resources + 1):
+        theme = ontology.concepts[THEMES[int(rng.random() ** 2 * len(THEMES))]]
+        word = rng.choice(theme.alt_labels) if theme.alt_labels and rng.random() < 0.4 else theme.label
+        place = NAMES[int(rng.random() ** 2 * len(NAMES))]
+        rows.append((n, theme.id, place, PROVIDERS[n % len(PROVIDERS)], word))
+    return rows
 
 
 Client = Callable[[SearchQuery], None]  # runs one search
@@ -240,6 +288,17 @@ def matches(conn, query: SearchQuery) -> int:
         return cur.fetchone()[0]
 
 
+def relevance(conn, resources: int) -> dict:
+    """recall@20 and nDCG@10 of the judged queries (bench/search_relevance.py), each searched as the API
+    searches it."""
+
+    def ranked(text: str) -> list[int]:
+        return [hit.id for hit in search(conn, SearchQuery.checked(text=text, limit=20)).results]
+
+    queries = search_relevance.judged_queries(truth(resources), PROVIDERS)
+    return search_relevance.score(conn, queries, ranked)
+
+
 def _figures(ms: list[float]) -> dict:
     ordered = sorted(ms)
     return {
@@ -287,6 +346,7 @@ def run(resources: int, requests: int, regenerate: bool, http: bool) -> None:
     try:
         with database.connection() as conn:
             found = {kind: matches(conn, SearchQuery.checked(**q)) for kind, q in (QUERIES | STRESS).items()}
+            results["relevance"] = relevance(conn, resources)
         results["in the process"] = {
             group: measure(in_process(database), queries, n, random.Random(i))
             for i, (group, (queries, n)) in enumerate(groups.items())
@@ -311,6 +371,10 @@ def run(resources: int, requests: int, regenerate: bool, http: bool) -> None:
                 print(
                     f"{kind:<34} {found.get(kind, ''):>8} {f['n']:>4} {f['p50']:>7.1f} {f['p95']:>7.1f} {f['max']:>7.1f}"
                 )
+    means = results["relevance"]["means"]
+    print(f"\n{'relevance, judged queries':<34} {'n':>4} {'recall@20':>9} {'nDCG@10':>8}")
+    for kind, m in means.items():
+        print(f"{kind:<34} {m['queries']:>4} {m['recall@20']:>9.3f} {m['ndcg@10']:>8.3f}")
     results["matches"] = found
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=1))

@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, status
 from fastapi import Path as PathParam
@@ -167,28 +167,40 @@ def create_app() -> FastAPI:
             str,
             Query(
                 max_length=MAX_TEXT,
-                description='Words, in web-search syntax (`"a phrase"`, `or`, `-word`), matched against '
-                "titles, abstracts, keywords, URLs, the search keyword that led to a resource and the pages "
-                "that linked to it; results ranked by relevance. An address (`data.example.org`, a URL) "
-                "matches URLs containing it. Empty: every resource, newest first.",
+                description='Words, in web-search syntax (`"a phrase"`, `or`, `-word`), stemmed (English), '
+                "matched against titles, providers, keywords, abstracts, the names and titles of datasets, "
+                "the concepts datasets are about with their synonyms and broader concepts (`water` finds a "
+                "service of river layers), URLs, the search keyword that led to a resource and the pages that "
+                "linked to it; the last word is also a prefix (`riv` finds rivers). Results ranked by "
+                "relevance, a title or provider above an abstract or URL. An address (`data.example.org`, a "
+                "URL) matches URLs containing it. Empty: every resource, newest first.",
             ),
         ] = "",
         type: Annotated[
-            list[str], Query(description="Resource types (WMS, WFS, KML, ...); repeat for several.")
+            list[str],
+            Query(
+                description="Resource types (WMS, WFS, KML, ...); repeat for several. An unknown one is 422."
+            ),
         ] = [],  # noqa: B006  (FastAPI copies defaults)
         bbox: Annotated[
             str | None,
             Query(
                 max_length=200,
-                description="west,south,east,north in WGS84 degrees: resources whose box or any dataset's "
-                "footprint intersects it. West above east crosses the antimeridian.",
+                description="west,south,east,north in WGS84 degrees: resources whose box (which holds "
+                "their datasets' footprints) intersects it. West above east crosses the antimeridian. "
+                "`outside_box` and `no_footprint` say how many it left out.",
             ),
         ] = None,
         run: Annotated[
             str | None, Query(max_length=MAX_NAME, description="Only resources this run found.")
         ] = None,
         level: Annotated[
-            int | None, Query(ge=0, le=1000, description="Only resources found at this link depth.")
+            int | None,
+            Query(
+                ge=0,
+                le=1000,
+                description="Only resources first found at this link depth (in `run`, if given).",
+            ),
         ] = None,
         concept: Annotated[
             str | None,
@@ -205,11 +217,24 @@ def create_app() -> FastAPI:
                 "result's `status` says ok, failed or dead."
             ),
         ] = False,
+        provider: Annotated[
+            str | None,
+            Query(max_length=MAX_NAME, description="Only resources of this provider (its exact name)."),
+        ] = None,
+        footprint: Annotated[
+            Literal["none"] | None,
+            Query(description="`none`: only resources without a footprint, which no `bbox` finds."),
+        ] = None,
         limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
         offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     ) -> SearchPage:
-        """A page of resources matching every filter given; `next_offset` is null on the last page."""
-        query = SearchQuery.checked(q, type, bbox, run, level, limit, offset, concept, answering)
+        """A page of resources matching every filter given, with the numbers of the whole answer: `total`
+        matches, `outside_box` (would match but for the box), `no_footprint` (match every filter but the
+        box and have no footprint) and `facets` counting the matches by type, provider, concept, level and
+        status. `next_offset` is null on the last page."""
+        query = SearchQuery.checked(
+            q, type, bbox, run, level, limit, offset, concept, answering, provider, footprint
+        )
         with database.connection() as conn:
             return search(conn, query)
 

@@ -94,7 +94,50 @@ ALPINE = [
     )
     for i in range(25)
 ]
-ALL = [RIVERS, PARCELS, STATIONS, ISLANDS, HOSTILE, ARCHIVE, *ALPINE]
+# Two services of one provider that their own words do not name.
+AUTHORITY = "Regional Water Authority"
+GAUGES = Resource(
+    url=f"{SITE}/authority/wfs",
+    type="WFS",
+    title="Gauging network",
+    provider=AUTHORITY,
+    datasets=[layer("ms:gauges", "Gauges", (8.0, 47.0, 8.5, 47.3))],
+    bbox=(8.0, 47.0, 8.5, 47.3),
+)
+DIKES = Resource(
+    url=f"{SITE}/authority/wms",
+    type="WMS",
+    title="Dike inspections",
+    provider=AUTHORITY,
+    datasets=[layer("dikes2021", "Inspections 2021", (8.0, 47.0, 8.5, 47.3))],
+    bbox=(8.0, 47.0, 8.5, 47.3),
+)
+# Water only through its dataset's concept (river, a watercourse, a water body, hydrography: "water"), and
+# found by the name of that dataset.
+VALAIS = Resource(
+    url=f"{SITE}/valais/wms",
+    type="WMS",
+    title="Valais base map",
+    datasets=[layer("gewaesserkarte_fluss", "Rivers", (7.0, 46.0, 8.0, 46.5))],
+    bbox=(7.0, 46.0, 8.0, 46.5),
+)
+# The same word in one title and in the other's URL only.
+ZERMATT_TITLE = Resource(
+    url=f"{SITE}/orthophoto/wms",
+    type="WMS",
+    title="Zermatt orthophoto",
+    datasets=[layer("ortho", None, (7.7, 45.9, 7.8, 46.0))],
+    bbox=(7.7, 45.9, 7.8, 46.0),
+)
+ZERMATT_URL = Resource(
+    url=f"{SITE}/zermatt/wms",
+    type="WMS",
+    title="Orthophoto mosaic",
+    datasets=[layer("mosaic", None, (7.7, 45.9, 7.8, 46.0))],
+    bbox=(7.7, 45.9, 7.8, 46.0),
+)
+SWISS = [GAUGES, DIKES, VALAIS, ZERMATT_TITLE, ZERMATT_URL]  # the text search's cases, all in Switzerland
+ALL = [RIVERS, PARCELS, STATIONS, ISLANDS, HOSTILE, ARCHIVE, *ALPINE, *SWISS]
 
 
 def found(resource: Resource, source: str, level: int) -> Page:
@@ -105,7 +148,7 @@ def found(resource: Resource, source: str, level: int) -> Page:
 def load(dsn: str) -> None:
     """run-1 finds the rivers WMS and the parcels WFS on a portal's catalogue page, which the search keyword
     "hydrography" led to; run-2 finds everything from the site's map page, the stations and the hostile KML
-    a level deeper."""
+    a level deeper. No dataset gets a concept by hand: each has what the tagger gives it."""
     catalogue, maps, more = f"{PORTAL}/catalogue.html", f"{SITE}/maps.html", f"{SITE}/more/index.html"
     # as the crawl records them: rivers, reservoirs, lakes, parcels and stations get concepts
     for resource in ALL:
@@ -116,7 +159,7 @@ def load(dsn: str) -> None:
         store.frontier.commit_pages(RUN_1, pages, 1, keyword_of={p.url: "hydrography" for p in pages})
         store.runs.end(RUN_1, RunStatus.SUCCESS, {})
         store.runs.begin(RUN_2, {})
-        pages = [found(r, maps, 1) for r in (RIVERS, PARCELS, ISLANDS, ARCHIVE, *ALPINE)]
+        pages = [found(r, maps, 1) for r in (RIVERS, PARCELS, ISLANDS, ARCHIVE, *ALPINE, *SWISS)]
         pages += [found(r, more, 2) for r in (STATIONS, HOSTILE)]
         store.frontier.commit_pages(RUN_2, pages, 1, keyword_of={})
         store.runs.end(RUN_2, RunStatus.SUCCESS, {})

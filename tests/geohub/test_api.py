@@ -65,7 +65,7 @@ def test_the_ui_session_cookie_is_a_login(geohub_server, token):
     session.cookies.set("_token", token)
     response = session.get(f"{geohub_server.base_url}/geohub/api/types", timeout=30)
     assert response.status_code == 200
-    assert {"type": "WMS", "resources": 26} in response.json()
+    assert {"type": "WMS", "resources": 30} in response.json()
 
 
 def test_the_plugin_adds_a_link_to_the_ui_navigation(geohub_server, token):
@@ -142,6 +142,26 @@ def test_filters_combine(get):
     assert search(get, q="survey", run=data.RUN_1)["results"] == []
 
 
+def test_the_answer_counts_its_matches_and_what_the_box_left_out(get):
+    page = search(get, q="water", bbox=",".join(map(str, data.SWITZERLAND)), limit=2)
+    assert len(page["results"]) == 2 and page["total"] > 2
+    assert page["outside_box"] >= 1  # the rivers of Taiwan
+    assert page["no_footprint"] == 0
+    facets = page["facets"]
+    assert sum(f["resources"] for f in facets["type"]) == page["total"]
+    assert {"value": data.AUTHORITY, "resources": 2} in facets["provider"]
+    assert {c["id"] for c in facets["concept"]} >= {"hydrography", "river", "lake"}
+    assert facets["level"] == [{"level": 1, "resources": page["total"]}]
+    assert facets["status"] == [{"value": "ok", "resources": page["total"]}]
+    unplaced = search(get, q="stations", footprint="none")
+    assert titles(unplaced) == [data.STATIONS.title] and unplaced["total"] == 1
+
+
+def test_a_provider_facet_is_a_filter(get):
+    page = search(get, provider=data.AUTHORITY)
+    assert sorted(titles(page)) == sorted([data.DIKES.title, data.GAUGES.title]) and page["total"] == 2
+
+
 def test_pages_follow_each_other(get):
     pages = [search(get, q="alpine lake", limit=10, offset=offset) for offset in (0, 10, 20)]
     assert [p["next_offset"] for p in pages] == [10, 20, None]
@@ -169,26 +189,26 @@ def test_an_unknown_resource_is_404(get):
 
 def test_runs_and_types_to_filter_by(get):
     runs = get("/api/runs").json()
-    assert [(r["run_id"], r["resources"]) for r in runs] == [(data.RUN_2, 31), (data.RUN_1, 2)]
+    assert [(r["run_id"], r["resources"]) for r in runs] == [(data.RUN_2, len(data.ALL)), (data.RUN_1, 2)]
     types = {t["type"]: t["resources"] for t in get("/api/types").json()}
-    assert types == {"KML": 1, "SHAPEFILE": 1, "SOS": 1, "WCS": 1, "WFS": 1, "WMS": 26}
+    assert types == {"KML": 1, "SHAPEFILE": 1, "SOS": 1, "WCS": 1, "WFS": 2, "WMS": 30}
 
 
 def test_concepts_to_filter_by_count_what_is_below_them(get):
     concepts = {c["id"]: (c["label"], c["resources"]) for c in get("/api/concepts").json()}
-    assert concepts["water_body"] == ("water body", 26)  # the rivers WMS and the 25 alpine lakes
-    assert concepts["lake"] == ("lake", 25) and concepts["river"] == ("river", 1)
+    assert concepts["water_body"] == ("water body", 27)  # the rivers WMS, the 25 alpine lakes, the Valais map
+    assert concepts["lake"] == ("lake", 25) and concepts["river"] == ("river", 2)
     assert concepts["cadastre"] == ("cadastre", 1)
-    assert concepts["monitoring_station"] == ("monitoring station", 1)
+    assert concepts["monitoring_station"] == ("monitoring station", 2)  # the stations and the gauges
     assert "building" not in concepts  # no dataset is about it
 
 
 def test_the_concept_filter_finds_narrower_concepts(get):
-    assert titles(search(get, concept="watercourse")) == [data.RIVERS.title]
+    assert set(titles(search(get, concept="watercourse"))) == {data.RIVERS.title, data.VALAIS.title}
     page = search(get, concept="water_body", q="taiwan")
     assert titles(page) == [data.RIVERS.title]
     assert page["results"][0]["concepts"] == ["reservoir", "river"]  # its datasets' concepts, once each
-    assert len(search(get, concept="hydrography", limit=100)["results"]) == 26
+    assert len(search(get, concept="hydrography", limit=100)["results"]) == 29  # and the dikes and gauges
 
 
 def test_resources_found_dead_are_marked_and_can_be_left_out(get, geohub_dsn):
@@ -243,6 +263,10 @@ def test_hostile_titles_come_back_as_data_never_as_markup(get, geohub_dsn):
         ({"type": ["T"] * 21}, "20 types"),
         ({"concept": "no_such_concept"}, "no concept"),
         ({"concept": "x" * 251}, "concept"),
+        ({"type": "WMX"}, "no type WMX"),
+        ({"footprint": "some"}, "footprint"),
+        ({"footprint": "none", "bbox": "0,0,1,1"}, "bbox"),
+        ({"provider": "p\x00"}, "NUL"),
         ({"answering": "maybe"}, "answering"),
     ],
 )
@@ -320,6 +344,8 @@ def test_the_search_is_documented_in_openapi(get):
         "offset",
         "concept",
         "answering",
+        "provider",
+        "footprint",
     }
     assert "/api/resources/{resource_id}" in spec["paths"]
     assert "HTTPBearer" in spec["components"]["securitySchemes"]

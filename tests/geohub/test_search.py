@@ -1,9 +1,11 @@
-"""geoweb.geohub on a real PostGIS database loaded through the store: what each filter finds, both ways of
-testing a box, paging, the detail, and the pooled read-only connections."""
+"""geoweb.geohub on a real PostGIS database loaded through the store: what the text search reaches and how it
+ranks, what each filter finds, both ways of testing a box, the totals and facets of an answer, paging, the
+detail, hostile text, and the pooled read-only connections."""
 
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from urllib.parse import urlsplit
 
 import psycopg2
@@ -19,6 +21,7 @@ from geoweb.geohub import (
     search,
 )
 from geoweb.geohub.searches import MAX_DATASETS
+from geoweb.semantic import default_ontology
 from stack.postgres import SUPERUSER_DSN
 from tests.geohub import data
 
@@ -75,6 +78,62 @@ def test_a_query_of_stop_words_finds_nothing(database):
     assert found(database, text="the of and") == []
 
 
+def test_a_concept_finds_the_datasets_of_narrower_concepts(database):
+    # the Valais map says nothing of water: its dataset is tagged river, a watercourse, a water body, whose
+    # broader concept hydrography has the synonym "water"
+    assert data.VALAIS.datasets[0].concepts == ["river"]
+    assert data.VALAIS.title in found(database, text="water")
+    assert data.VALAIS.title in found(database, text="watercourse")
+    assert data.VALAIS.title not in found(database, text="lake")
+
+
+def test_a_provider_finds_its_services(database):
+    assert set(found(database, text=data.AUTHORITY)) == titles(data.GAUGES, data.DIKES)
+    assert set(found(database, text="water")) >= titles(data.GAUGES, data.DIKES)
+
+
+def test_a_dataset_name_and_title_find_their_service(database):
+    assert found(database, text="gewaesserkarte_fluss") == [data.VALAIS.title]
+    assert found(database, text="inspections 2021") == [data.DIKES.title]
+
+
+def test_the_last_word_is_a_prefix(database):
+    assert data.RIVERS.title in found(database, text="riv")
+    assert set(found(database, text="taiwan riv")) == titles(data.RIVERS)
+    assert found(database, text="zerm") == [data.ZERMATT_TITLE.title, data.ZERMATT_URL.title]
+    assert found(database, text='"gauging net"') == []  # a closed phrase is whole words
+    assert found(database, text="ri") == []  # too short to be a prefix
+
+
+def test_words_are_stemmed(database):
+    assert found(database, text="inspection") == [data.DIKES.title]
+    assert found(database, text="gauged") == [data.GAUGES.title]
+
+
+def test_a_title_ranks_above_a_url(database):
+    with database.connection() as conn:
+        hits = search(conn, SearchQuery.checked(text="zermatt")).results
+    assert [h.title for h in hits] == [data.ZERMATT_TITLE.title, data.ZERMATT_URL.title]
+    assert hits[0].rank > hits[1].rank
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["'; DROP TABLE resources; --", '"unclosed', 'a & | ! <-> :* ( ) "', "riv:*", "(((", "\\'", "')::tsquery",
+     "🌊 河川", "-", "or", "x" * 500, "the of and"],
+)  # fmt: skip
+def test_hostile_text_is_a_search_never_an_error(database, text):
+    with database.connection() as conn:
+        page = search(conn, SearchQuery.checked(text=text))
+    assert page.total == len(page.results) and page.next_offset is None
+
+
+@pytest.mark.parametrize(("text", "message"), [("x" * 10_000, "at most 500"), ("river\x00", "NUL")])
+def test_text_that_cannot_be_searched_is_refused_with_the_reason(text, message):
+    with pytest.raises(InvalidSearch, match=message):
+        SearchQuery.checked(text=text)
+
+
 # --- filters ---
 
 
@@ -86,7 +145,7 @@ def test_types(database):
     ("bbox", "expected"),
     [
         (data.TAIWAN, titles(data.RIVERS, data.HOSTILE)),
-        (data.SWITZERLAND, titles(data.PARCELS, *data.ALPINE)),
+        (data.SWITZERLAND, titles(data.PARCELS, *data.ALPINE, *data.SWISS)),
         ((178.0, -20.0, -178.0, -15.0), titles(data.ISLANDS)),  # across the antimeridian
         ((-179.5, -18.0, -179.2, -17.0), titles(data.ISLANDS)),  # its part east of the antimeridian
         ((0.0, -10.0, 170.0, -5.0), set()),  # in the latitudes of Fiji, not across its longitudes
@@ -103,6 +162,11 @@ def test_a_resource_without_a_box_is_not_in_any_box(database):
     assert found(database, text="desert") == [data.STATIONS.title]
 
 
+def test_providers_and_resources_without_a_footprint_are_filters(database):
+    assert set(found(database, provider=data.AUTHORITY)) == titles(data.GAUGES, data.DIKES)
+    assert set(found(database, footprint="none")) == {r.title for r in data.ALL if r.bbox is None}
+
+
 def test_runs_and_levels(database):
     assert set(found(database, run=data.RUN_1)) == titles(data.RIVERS, data.PARCELS)
     assert set(found(database, level=2)) == titles(data.STATIONS, data.HOSTILE)
@@ -113,6 +177,81 @@ def test_runs_and_levels(database):
 def test_every_filter_at_once(database):
     got = found(database, text="rivers", types=["WMS"], bbox=data.TAIWAN, run=data.RUN_1, level=1)
     assert got == [data.RIVERS.title]
+
+
+# --- totals and facets ---
+
+
+def answer(database, **params):
+    with database.connection() as conn:
+        return search(conn, SearchQuery.checked(**params))
+
+
+def in_box(resource, box) -> bool:
+    """Whether the resource's box meets ``box`` (neither crosses the antimeridian)."""
+    if resource.bbox is None:
+        return False
+    west, south, east, north = resource.bbox
+    return west <= box[2] and box[0] <= east and south <= box[3] and box[1] <= north
+
+
+def concepts_of(resource) -> set[str]:
+    """Its datasets' concepts and every concept above them."""
+    ontology = default_ontology()
+    tags = {c for d in resource.datasets for c in d.concepts}
+    return tags.union(*(ontology.ancestors(c) for c in tags))
+
+
+def test_totals_and_facets_count_every_match(database):
+    page = answer(database, limit=5)
+    assert page.total == EVERYTHING and len(page.results) == 5
+    assert (page.outside_box, page.no_footprint) == (0, sum(r.bbox is None for r in data.ALL))
+    assert {f.value: f.resources for f in page.facets.type} == Counter(r.type for r in data.ALL)
+    assert {f.value: f.resources for f in page.facets.provider} == Counter(
+        r.provider for r in data.ALL if r.provider
+    )
+    assert {c.id: c.resources for c in page.facets.concept} == Counter(
+        c for r in data.ALL for c in concepts_of(r)
+    )
+    deeper = titles(data.STATIONS, data.HOSTILE)  # level 2 in run-2, every other one level 1
+    assert {f.level: f.resources for f in page.facets.level} == {1: EVERYTHING - 2, 2: 2}
+    assert {f.value: f.resources for f in page.facets.status} == {"ok": EVERYTHING}
+    assert not deeper & {h.title for h in answer(database, level=1, run=data.RUN_2, limit=100).results}
+
+
+def test_totals_and_facets_follow_the_query(database):
+    page = answer(database, text="water", limit=3)
+    every = found(database, text="water")
+    assert page.total == len(every) > 3
+    by_type = Counter(r.type for r in data.ALL if r.title in every)
+    assert {f.value: f.resources for f in page.facets.type} == by_type
+    assert {c.id: c.resources for c in page.facets.concept}["river"] == len(
+        [r for r in data.ALL if r.title in every and "river" in concepts_of(r)]
+    )
+    wms = answer(database, text="water", types=["WMS"])
+    assert wms.total == by_type["WMS"] and [f.value for f in wms.facets.type] == ["WMS"]
+
+
+def test_the_box_says_what_it_left_out(database):
+    page = answer(database, bbox=data.SWITZERLAND)
+    inside = [r for r in data.ALL if in_box(r, data.SWITZERLAND)]
+    assert page.total == len(inside)
+    assert page.outside_box == sum(r.bbox is not None and not in_box(r, data.SWITZERLAND) for r in data.ALL)
+    assert page.no_footprint == sum(r.bbox is None for r in data.ALL)
+    assert page.total + page.outside_box + page.no_footprint == EVERYTHING
+    # the stations have no box: text finds them, the box does not, and the answer says so
+    desert = answer(database, text="desert", bbox=data.SAHARA)
+    assert (desert.total, desert.outside_box, desert.no_footprint) == (0, 0, 1)
+    assert answer(database, text="desert", footprint="none").results[0].title == data.STATIONS.title
+
+
+def test_unknown_types_and_contradictions_are_refused():
+    with pytest.raises(InvalidSearch, match="no type WMX"):
+        SearchQuery.checked(types=["WMS", "wmx"])
+    with pytest.raises(InvalidSearch, match="footprint"):
+        SearchQuery.checked(footprint="some")
+    with pytest.raises(InvalidSearch, match="leave out bbox"):
+        SearchQuery.checked(footprint="none", bbox=data.SAHARA)
 
 
 # --- pages ---

@@ -1,5 +1,6 @@
 """Concepts in PostGIS: the ontology as the ``concepts`` table, datasets' concepts stored, exported and
-searched (a concept finds its narrower concepts), and the SQL of docs/semantic.md."""
+searched (a concept finds its narrower concepts), the search documents kept right as datasets and the
+ontology change, and the SQL of docs/semantic.md."""
 
 from __future__ import annotations
 
@@ -104,6 +105,43 @@ def test_a_recrawl_that_tags_differently_updates_the_concepts(store, run_id, sit
             (wfs.url,),
         )
         assert cur.fetchone()[0] == ["building"]
+    store.conn.rollback()
+
+
+def indexed(store, url: str, words: str) -> tuple[list[str], bool]:
+    """The resource's ``about`` and whether its search document matches ``words``."""
+    with store.conn.cursor() as cur:
+        cur.execute(
+            "SELECT about, search @@ websearch_to_tsquery('english', %s) FROM resources WHERE url = %s",
+            (words, url),
+        )
+        return cur.fetchone()
+
+
+def test_the_search_document_follows_the_datasets(store, run_id, site, loaded):
+    wms = loaded[1]
+    about, found = indexed(store, wms.url, "waterway")  # a synonym of watercourse, above river
+    assert about == sorted({"river", *default_ontology().ancestors("river")}) and found
+    assert indexed(store, wms.url, "rivers")[1]  # the dataset's name and title
+    wms.datasets = [Dataset("roads", "Roads")]
+    tag_datasets(wms.datasets, Settings().concept_lcs_threshold)
+    store.frontier.commit_pages(run_id, [page(f"{site}/again", 0, None, [wms])], 1)
+    about, found = indexed(store, wms.url, "waterway")
+    assert "river" not in about and "road" in about and not found
+    assert indexed(store, wms.url, "roads")[1] and not indexed(store, wms.url, "rivers")[1]
+    store.conn.rollback()
+
+
+def test_the_search_document_follows_the_ontology(store, loaded):
+    wms = loaded[1]
+    other = parse_ontology('{"concepts": [{"id": "river", "prefLabel": "river", "altLabel": ["fleuve"]}]}')
+    try:
+        load_concepts(store.conn, other)
+        assert indexed(store, wms.url, "fleuve") == (["river"], True)
+        assert not indexed(store, wms.url, "waterway")[1]
+    finally:
+        load_concepts(store.conn)
+    assert indexed(store, wms.url, "waterway")[1] and not indexed(store, wms.url, "fleuve")[1]
     store.conn.rollback()
 
 

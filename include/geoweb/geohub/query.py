@@ -8,20 +8,25 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from geoweb.errors import GeowebError
+from geoweb.models import ALL_TYPES
 from geoweb.semantic import default_ontology
 
 MAX_TEXT = 500  # characters of a query
 MAX_TYPES = 20
-MAX_NAME = 250  # characters of a type or run id
+MAX_NAME = 250  # characters of a type, run id, concept id or provider
 MAX_LIMIT = 100
 MAX_OFFSET = 10_000  # deeper pages cost a scan of everything before them: narrow the search instead
 DEFAULT_LIMIT = 20
+MIN_PREFIX = 3  # characters of a last word searched as a prefix: shorter ones would match nearly everything
+NO_FOOTPRINT = "none"  # the footprint filter's one value: only resources without a box, which no box finds
 
 Box = tuple[float, float, float, float]  # west, south, east, north in WGS84 degrees
 
 # One word holding an address's punctuation (a URL, a host name, a path): searched also as the phrase of its
 # words, which is how URLs are indexed (migration 0005).
 _ADDRESS = re.compile(r"\S*[./:]\S*")
+# A last word still being typed: letters or digits right at the end, not a closed phrase or a lone letter.
+_TYPING = re.compile(rf"\w{{{MIN_PREFIX},}}$")
 
 
 class InvalidSearch(GeowebError):
@@ -35,7 +40,8 @@ class InvalidSearch(GeowebError):
 class SearchQuery:
     """A checked search: free text, resource types, a box (west > east crosses the antimeridian), the run
     and level that found a resource, a concept some dataset of it is about, whether only resources that still
-    answer count, and a page. Build it with ``SearchQuery.checked``."""
+    answer count, a provider (its exact name), whether only resources without a footprint count, and a page.
+    Build it with ``SearchQuery.checked``."""
 
     text: str = ""
     types: tuple[str, ...] = ()
@@ -46,6 +52,8 @@ class SearchQuery:
     offset: int = 0
     concept: str | None = None
     answering: bool = False  # leave out the resources the revisits found dead
+    provider: str | None = None
+    no_footprint: bool = False  # only resources without a box: the ones a box never finds
 
     @classmethod
     def checked(
@@ -59,12 +67,17 @@ class SearchQuery:
         offset: int = 0,
         concept: str | None = None,
         answering: bool = False,
+        provider: str | None = None,
+        footprint: str | None = None,
     ) -> SearchQuery:
         """The query, or InvalidSearch naming the first bad parameter."""
         text = " ".join(_checked_text(text or "", "q", MAX_TEXT).split())
         names = [_checked_text(t, "type", MAX_NAME).strip().upper() for t in types]
         if len(names) > MAX_TYPES:
             raise InvalidSearch(f"type: at most {MAX_TYPES} types")
+        unknown = sorted(set(filter(None, names)) - set(ALL_TYPES))
+        if unknown:
+            raise InvalidSearch(f"type: no type {', '.join(unknown)} (known: {', '.join(ALL_TYPES)})")
         run = _checked_text(run, "run", MAX_NAME) if run else None
         if level is not None and not 0 <= level <= 1000:
             raise InvalidSearch("level: must be between 0 and 1000")
@@ -78,20 +91,26 @@ class SearchQuery:
         concept = _checked_text(concept, "concept", MAX_NAME).strip() or None
         if concept is not None and concept not in default_ontology():
             raise InvalidSearch(f"concept: no concept {concept!r} (GET /api/concepts lists them)")
+        provider = _checked_text(provider, "provider", MAX_NAME).strip() or None
+        footprint = _checked_text(footprint, "footprint", MAX_NAME).strip() or None
+        if footprint not in (None, NO_FOOTPRINT):
+            raise InvalidSearch(f"footprint: only {NO_FOOTPRINT!r} (resources without a footprint)")
+        if footprint and box is not None:
+            raise InvalidSearch("footprint: resources without a footprint are in no box; leave out bbox")
         types = tuple(sorted(set(filter(None, names))))
-        return cls(text, types, box, run, level, limit, offset, concept, bool(answering))
-
-    def concepts(self) -> list[str]:
-        """The concept and every concept below it (narrower ones and parts): a search for water bodies finds
-        lakes and canals."""
-        if self.concept is None:
-            return []
-        return sorted({self.concept, *default_ontology().descendants(self.concept)})
+        return cls(
+            text, types, box, run, level, limit, offset, concept, bool(answering), provider, bool(footprint)
+        )
 
     @property
     def is_address(self) -> bool:
         """Whether the text is one address (``data.example.org``, a pasted URL) rather than words."""
         return bool(_ADDRESS.fullmatch(self.text))
+
+    @property
+    def is_typing(self) -> bool:
+        """Whether the last word is searched as a prefix too (``riv`` finds rivers), as the user types it."""
+        return bool(_TYPING.search(self.text))
 
     def boxes(self) -> list[Box]:
         """The box as boxes that do not cross the antimeridian (two when it does)."""

@@ -3,13 +3,14 @@ JSON). Each function takes a psycopg2 connection (``SearchDatabase.connection()`
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from geoweb.detect.ogc.common import capabilities_url
 from geoweb.geohub.query import SearchQuery
-from geoweb.geohub.sql import GEOJSON_DIGITS, search_statement
+from geoweb.geohub.sql import GEOJSON_DIGITS, search_statement, summary_statement
 from geoweb.models import OGC_TYPES
 from geoweb.semantic import default_ontology
 
@@ -44,11 +45,50 @@ class Hit:
 
 
 @dataclass(slots=True)
+class FacetCount:
+    value: str
+    resources: int
+
+
+@dataclass(slots=True)
+class LevelCount:
+    level: int
+    resources: int
+
+
+@dataclass(slots=True)
+class ConceptCount:
+    """A concept with the number of resources having a dataset about it or about a concept below it."""
+
+    id: str
+    label: str
+    broader: list[str]
+    resources: int
+
+
+@dataclass(slots=True)
+class Facets:
+    """The matches of a search counted by type, provider (the most frequent), concept (a resource counts for
+    each concept its datasets are about and every concept above those), level (at which the runs found it:
+    one resource may count at several) and status."""
+
+    type: list[FacetCount]
+    provider: list[FacetCount]
+    concept: list[ConceptCount]
+    level: list[LevelCount]
+    status: list[FacetCount]
+
+
+@dataclass(slots=True)
 class SearchPage:
     results: list[Hit]
     offset: int
     limit: int
     next_offset: int | None  # None on the last page
+    total: int  # every match (in the box, when there is one)
+    outside_box: int  # would match but for the box; 0 without one
+    no_footprint: int  # match every filter but the box and have no footprint, so no box finds them
+    facets: Facets
 
 
 @dataclass(slots=True)
@@ -111,16 +151,6 @@ class TypeCount:
     resources: int
 
 
-@dataclass(slots=True)
-class ConceptCount:
-    """A concept with the number of resources having a dataset about it or about a concept below it."""
-
-    id: str
-    label: str
-    broader: list[str]
-    resources: int
-
-
 def document_url(url: str, type_: str) -> str | None:
     """Where a resource's own description is: GetCapabilities of a service, the file of a file. Only http(s)
     addresses are offered as links; anything else stays text."""
@@ -130,12 +160,40 @@ def document_url(url: str, type_: str) -> str | None:
 
 
 def search(conn, query: SearchQuery) -> SearchPage:
+    """A page of results with the numbers of the whole answer: its total and facets."""
     with conn.cursor() as cur:
         cur.execute(*search_statement(query))
         rows = cur.fetchall()
+        cur.execute(*summary_statement(query))
+        total, unboxed, no_footprint, *facets = cur.fetchone()
+    outside_box = 0 if unboxed is None else unboxed - no_footprint - total
     hits = [Hit(*row[:12], document_url(row[1], row[2]), *row[12:]) for row in rows[: query.limit]]
     more = len(rows) > query.limit
-    return SearchPage(hits, query.offset, query.limit, query.offset + query.limit if more else None)
+    next_offset = query.offset + query.limit if more else None
+    return SearchPage(
+        hits, query.offset, query.limit, next_offset, total, outside_box, no_footprint, _facets(*facets)
+    )
+
+
+def _facets(types, providers, concepts, levels, statuses) -> Facets:
+    """The facets of the summary statement's arrays of [value, count]."""
+    return Facets(
+        type=[FacetCount(value, int(n)) for value, n in types],
+        provider=[FacetCount(value, int(n)) for value, n in providers],
+        concept=_concepts((cid, int(n)) for cid, n in concepts),
+        level=[LevelCount(level, n) for level, n in levels],
+        status=[FacetCount(value, int(n)) for value, n in statuses],
+    )
+
+
+def _concepts(counts: Iterable[tuple[str, int]]) -> list[ConceptCount]:
+    """The counted concepts the ontology knows (a dataset may keep the id of a concept since removed)."""
+    ontology = default_ontology()
+    return [
+        ConceptCount(cid, ontology.concepts[cid].label, list(ontology.concepts[cid].broader), n)
+        for cid, n in counts
+        if cid in ontology
+    ]
 
 
 _DETAIL = f"""
@@ -185,26 +243,10 @@ def type_counts(conn) -> list[TypeCount]:
         return [TypeCount(*r) for r in cur.fetchall()]
 
 
-# Each (concept, concept at or below it) pair of the ontology is a row of `closure`: a dataset tagged with a
-# lake counts for lake, water body and hydrography.
-_CONCEPT_COUNTS = """
-WITH closure(ancestor, concept) AS (SELECT * FROM unnest(%s::text[], %s::text[]))
-SELECT c.ancestor, count(DISTINCT d.resource_id)
-FROM datasets d CROSS JOIN LATERAL unnest(d.concepts) AS t(concept) JOIN closure c ON c.concept = t.concept
-WHERE d.concepts && %s::text[]  -- the tagged datasets only, through the GIN index
-GROUP BY c.ancestor
-"""
-
-
 def concept_counts(conn) -> list[ConceptCount]:
-    """The concepts some dataset is about (itself or below it), by label, with their resource counts."""
-    ontology = default_ontology()
-    pairs = [(c.id, below) for c in ontology for below in (c.id, *ontology.descendants(c.id))]
+    """The concepts some dataset is about (itself or below it), by label, with their resource counts: a
+    resource's `about` holds its datasets' concepts with every concept above them (migration 0012)."""
     with conn.cursor() as cur:
-        cur.execute(_CONCEPT_COUNTS, ([a for a, _ in pairs], [b for _, b in pairs], list(ontology.concepts)))
-        counts = dict(cur.fetchall())
-    concepts = [ontology.concepts[cid] for cid in counts]
-    return [
-        ConceptCount(c.id, c.label, list(c.broader), counts[c.id])
-        for c in sorted(concepts, key=lambda c: c.label)
-    ]
+        cur.execute("SELECT c, count(*) FROM resources, unnest(about) c GROUP BY c")
+        counts = cur.fetchall()
+    return sorted(_concepts(counts), key=lambda c: c.label)
