@@ -12,6 +12,7 @@ from geoweb.dedup import BloomFilter
 from geoweb.detect import load_detectors
 from geoweb.fetch.fetcher import Fetcher
 from geoweb.models import ALL_TYPES
+from geoweb.semantic import default_matcher
 from geoweb.settings import Settings
 
 
@@ -23,6 +24,7 @@ async def open_crawler(
     by default: ``crawler.stats``). Its ``seen`` is a Bloom filter sized by ``settings.expected_urls`` and
     ``settings.bloom_error_rate``."""
     stats = Counter() if stats is None else stats
+    default_matcher(settings.concept_lcs_threshold)  # built before the first fetch, not mid-crawl: 0.1 s
     async with Fetcher(settings, stats=stats) as fetcher:
         yield Crawler(
             fetcher.get,
