@@ -10,8 +10,9 @@ One full crawl gives the recall curve (by score and by a random order); crawls u
 give what a budget really finds and fetches. Prints a Markdown table; writes the figures to var/bench/.
 
 ``--scale N`` measures the recall curve of a synthetic run of N recorded URLs instead: in process
-(``recall_curve``) and in PostgreSQL (``Runs.recall_curve``, in a scratch database of the local PostgreSQL,
-dropped afterwards), with the level budget of its largest level (``Frontier.skip_over_budget``).
+(``recall_curve``) and from the harvest's database (``Runs.recall_curve``, in a scratch database of the
+local PostgreSQL, dropped afterwards), with the level budget of its largest level
+(``Frontier.skip_over_budget``).
 
     .venv/bin/python -m bench.bench_priority            # 8,000 pages over 8 hosts
     .venv/bin/python -m bench.bench_priority --quick    # 1,600 pages
@@ -264,7 +265,7 @@ def scale(links: int) -> str:
         "| computation | seconds | peak Python memory (MiB) |",
         "|---|---:|---:|",
         f"| `recall_curve` in process | {python_s:.1f} | {python_mib:.0f} |",
-        f"| `Runs.recall_curve` in PostgreSQL | {db_s:.1f} | {db_mib:.1f} |",
+        f"| `Runs.recall_curve` from the database | {db_s:.1f} | {db_mib:.1f} |",
         f"| `Frontier.skip_over_budget`, level {largest} | {budget_s:.1f} | {budget_mib:.1f} |",
     ])  # fmt: skip
 
