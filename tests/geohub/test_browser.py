@@ -111,10 +111,15 @@ def test_search_filter_by_map_and_detail(browser, geohub_server, token, tmp_path
     log_in(browser, geohub_server)
     first = wait_for_results(browser, [])
     assert browser.evaluate("document.title") == "GeoHub"
-    # the whole world is in view: every resource with a footprint, newest first, 20 a page
+    # the whole world is in view: every resource with a footprint, newest first, 20 a page, and the count
+    # of those no map area finds
     assert len(shown_ids(browser)) == 20 and shown_ids(browser) == api_answer(geohub_server, token, first)
+    answer = geohub_server.session(token).get(first, timeout=30).json()
+    assert answer["no_footprint"] >= 1
+    left_out = [f"{answer['outside_box']} outside the map area"] if answer["outside_box"] else []
+    left_out.append(f"{answer['no_footprint']} without a footprint")
     assert browser.evaluate("document.getElementById('status').textContent") == (
-        "Results 1\u201320 of more in the map area"
+        f"Results 1\u201320 of {answer['total']} in the map area \u00b7 {', '.join(left_out)}"
     )
 
     # a search, and its next page
@@ -245,3 +250,70 @@ def test_the_airflow_ui_links_to_geohub_and_shows_it(browser, geohub_server):
         f"{frame}.contentDocument && {frame}.contentDocument.querySelectorAll('#hits li').length"
     )
     assert hits == 20
+
+
+STATUS = "document.getElementById('status').textContent"
+SELECTED_PATHS = "[...document.querySelectorAll('.leaflet-overlay-pane path[stroke=\"#d9480f\"]')]"
+
+
+def type_counts(browser: Chromium) -> dict[str, int]:
+    labels = browser.evaluate("[...document.querySelectorAll('#types label')].map(l => l.textContent.trim())")
+    return {label.split(" (")[0]: int(label.split(" (")[1].rstrip(")")) for label in labels}
+
+
+def test_the_page_counts_what_it_finds_remembers_the_search_and_keeps_a_detail_open(browser, geohub_server):
+    log_in(browser, geohub_server)
+    wait_for_results(browser, [])
+
+    # the filters' counts follow the query
+    search_for(browser, "survey")
+    assert browser.evaluate(STATUS) == "Results 1\u201320 of 25 in the map area"
+    counts = type_counts(browser)
+    assert counts["WMS"] == 25 and sum(counts.values()) == 25
+
+    # the search lives in the address: its next page, Back to the first, and a reload keep it
+    assert parse_qs(browser.evaluate("location.search.slice(1)")) == {"q": ["survey"]}
+    before = searches(browser)
+    browser.click("#next")
+    wait_for_results(browser, before)
+    assert parse_qs(browser.evaluate("location.search.slice(1)")) == {"q": ["survey"], "offset": ["20"]}
+    assert browser.evaluate(STATUS) == "Results 21\u201325 of 25 in the map area"
+    before = searches(browser)
+    browser.evaluate("history.back()")
+    wait_for_results(browser, before)
+    assert browser.evaluate(STATUS) == "Results 1\u201320 of 25 in the map area"
+    browser.navigate(f"{geohub_server.base_url}/geohub/?q=survey&offset=20")
+    browser.wait_for(f"/^Results 21/.test({STATUS})")
+    assert browser.evaluate("document.getElementById('q').value") == "survey"
+
+    # what has no footprint is counted, and one button away
+    search_for(browser, "coverage archive")
+    browser.wait_for(f"{STATUS}.endsWith('1 without a footprint')")
+    before = searches(browser)
+    browser.click("#without-footprint")
+    url = wait_for_results(browser, before)
+    assert parse_qs(urlsplit(url).query)["footprint"] == ["none"]
+    assert browser.evaluate(HIT_TITLES) == [data.ARCHIVE.title]
+    assert browser.evaluate(STATUS) == "Results 1\u20131 of 1 without a footprint"
+    browser.click("#without-footprint")
+
+    # a detail zooms to its footprints and stays open while the map moves
+    search_for(browser, "rivers taiwan")
+    browser.evaluate(
+        f"{HITS}.find(li => li.textContent.includes({json.dumps(data.RIVERS.title)})).querySelector('.title').click()"
+    )
+    browser.wait_for("!document.getElementById('detail').hidden")
+    width = browser.wait_for(
+        f"(p => p.length && p.every(x => x.getBoundingClientRect().width > 40) && "
+        f"Math.max(...p.map(x => x.getBoundingClientRect().width)))({SELECTED_PATHS})"
+    )
+    assert width > 40  # at the first view's world zoom the rivers' layer is a few pixels wide
+    sent = len(searches(browser))
+    middle = pixel(browser, *START[:2])
+    browser.drag(middle, (middle[0] + 150, middle[1] + 80))
+    browser.evaluate("new Promise(done => setTimeout(done, 600))")  # past the page's 250 ms wait after a move
+    assert browser.evaluate("!document.getElementById('detail').hidden")
+    assert len(searches(browser)) == sent
+    before = searches(browser)
+    browser.click("#back")  # the results follow the map that moved
+    wait_for_results(browser, before)

@@ -4,7 +4,6 @@
 
 (function () {
   const PAGE_SIZE = 20;
-  const MAX_LEVEL = 10; // levels offered in the filter
   const $ = (id) => document.getElementById(id);
 
   // --- DOM helpers -----------------------------------------------------------------------------------------
@@ -93,6 +92,8 @@
   // --- search ----------------------------------------------------------------------------------------------
 
   let offset = 0;
+  let withoutFootprint = false; // showing the matches no map area finds
+  let staleResults = false; // the map moved while a detail was open: search again on going back
   let searchNumber = 0; // answers to older searches are dropped
   const conceptLabels = new Map(); // concept id -> label, from api/concepts
 
@@ -104,7 +105,8 @@
     if ($("run").value) params.set("run", $("run").value);
     if ($("level").value) params.set("level", $("level").value);
     if ($("concept").value) params.set("concept", $("concept").value);
-    if ($("in-view").checked) params.set("bbox", visibleBox().join(","));
+    if (withoutFootprint) params.set("footprint", "none");
+    else if ($("in-view").checked) params.set("bbox", visibleBox().join(","));
     if ($("answering").checked) params.set("answering", "true");
     params.set("limit", PAGE_SIZE);
     params.set("offset", offset);
@@ -126,7 +128,23 @@
   function search(fromStart) {
     if (fromStart) offset = 0;
     showDetail(false);
+    rememberInAddress();
     runSearch();
+  }
+
+  // The search in the page's address, so that it can be bookmarked and shared and Back returns to it.
+  function rememberInAddress() {
+    const address = new URLSearchParams();
+    const text = $("q").value.trim();
+    if (text) address.set("q", text);
+    for (const box of document.querySelectorAll("#types input:checked")) address.append("type", box.value);
+    for (const id of ["run", "level", "concept"]) if ($(id).value) address.set(id, $(id).value);
+    if ($("answering").checked) address.set("answering", "true");
+    if (!$("in-view").checked) address.set("in_view", "false");
+    if (withoutFootprint) address.set("footprint", "none");
+    if (offset) address.set("offset", String(offset));
+    const query = address.toString();
+    if (query !== location.search.slice(1)) history.pushState(null, "", query ? `?${query}` : location.pathname);
   }
 
   function showResults(page) {
@@ -149,11 +167,39 @@
     }
     const first = page.offset + 1;
     const last = page.offset + page.results.length;
-    const where = $("in-view").checked ? " in the map area" : "";
-    setStatus(page.results.length ? `Results ${first}–${last}${page.next_offset === null ? "" : " of more"}${where}` :
-      `Nothing found${where}.`);
+    const where = withoutFootprint ? " without a footprint" : $("in-view").checked ? " in the map area" : "";
+    const found = page.results.length ? `Results ${first}–${last} of ${page.total}${where}` : `Nothing found${where}.`;
+    const leftOut = [];
+    if (page.outside_box) leftOut.push(`${page.outside_box} outside the map area`);
+    if (page.no_footprint && !withoutFootprint) leftOut.push(`${page.no_footprint} without a footprint`);
+    setStatus(leftOut.length ? `${found} · ${leftOut.join(", ")}` : found);
+    $("without-footprint").hidden = !page.no_footprint && !withoutFootprint;
+    $("without-footprint").textContent = withoutFootprint ? "Back to the map area" :
+      `Show the ${page.no_footprint} without a footprint`;
+    showFacets(page.facets);
     $("previous").disabled = page.offset === 0;
     $("next").disabled = page.next_offset === null;
+  }
+
+  // The filters' counts follow the search: each says how many of its matches a choice keeps.
+  function showFacets(facets) {
+    const types = new Map(facets.type.map((t) => [t.value, t.resources]));
+    for (const label of document.querySelectorAll("#types label")) {
+      const box = label.querySelector("input");
+      label.lastChild.textContent = ` ${box.value} (${types.get(box.value) || 0})`;
+    }
+    const concepts = new Map(facets.concept.map((c) => [c.id, c.resources]));
+    for (const option of $("concept").options) {
+      if (option.value) option.textContent = `${conceptLabels.get(option.value) || option.value} (${concepts.get(option.value) || 0})`;
+    }
+    const chosen = $("level").value;
+    const levels = facets.level.map((l) => l.level);
+    if (chosen && !levels.includes(Number(chosen))) levels.push(Number(chosen));
+    const counts = new Map(facets.level.map((l) => [l.level, l.resources]));
+    $("level").replaceChildren(el("option", { value: "" }, "any"),
+      ...levels.sort((a, b) => a - b).map((level) =>
+        el("option", { value: String(level) }, `${level} (${counts.get(level) || 0})`)));
+    $("level").value = chosen;
   }
 
   const FILE_TYPES = new Set(["KML", "SHAPEFILE", "GEOJSON", "GEOTIFF"]);
@@ -199,6 +245,7 @@
     $("detail").hidden = !visible;
     $("results").hidden = visible;
     if (!visible) datasets.clearLayers();
+    if (visible) staleResults = false;
   }
 
   function boxText(geometry) {
@@ -246,8 +293,11 @@
     $("datasets").tBodies[0].replaceChildren(...rows);
     datasets.clearLayers();
     for (const d of resource.datasets) if (d.footprint) datasets.addData(d.footprint);
+    if (!resource.datasets.some((d) => d.footprint) && resource.bbox) datasets.addData(resource.bbox);
     showDetail(true);
     setStatus("");
+    const bounds = datasets.getBounds();
+    if (bounds.isValid()) map.fitBounds(bounds, { padding: [24, 24], maxZoom: 12 });
   }
 
   // --- filters ---------------------------------------------------------------------------------------------
@@ -262,7 +312,6 @@
       }),
     );
     for (const run of runs) $("run").append(el("option", { value: run.run_id }, `${run.run_id} (${run.resources})`));
-    for (let level = 0; level <= MAX_LEVEL; level++) $("level").append(el("option", { value: String(level) }, String(level)));
     for (const c of concepts) {
       conceptLabels.set(c.id, c.label);
       $("concept").append(el("option", { value: c.id }, `${c.label} (${c.resources})`));
@@ -273,7 +322,11 @@
 
   let moveTimer = null;
   map.on("moveend", () => {
-    if (!$("in-view").checked) return;
+    if (!$("in-view").checked || withoutFootprint) return;
+    if (!$("detail").hidden) {
+      staleResults = true; // the detail stays open; its results follow the map on going back
+      return;
+    }
     clearTimeout(moveTimer);
     moveTimer = setTimeout(() => search(true), 250);
   });
@@ -292,10 +345,22 @@
     offset += PAGE_SIZE;
     search(false);
   });
-  $("back").addEventListener("click", () => showDetail(false));
+  $("back").addEventListener("click", () => {
+    showDetail(false);
+    if (staleResults) search(true);
+  });
+  $("without-footprint").addEventListener("click", () => {
+    withoutFootprint = !withoutFootprint;
+    search(true);
+  });
+  window.addEventListener("popstate", () => {
+    applyAddress();
+    showDetail(false);
+    runSearch();
+  });
 
   // A link into GeoHub (a run's report, a shared search) names its filters in the address:
-  // q, type (repeated), run, level, concept, answering=true, in_view=false.
+  // q, type (repeated), run, level, concept, answering=true, in_view=false, footprint=none, offset.
   function applyAddress() {
     const address = new URLSearchParams(location.search);
     if (address.has("q")) $("q").value = address.get("q");
@@ -303,13 +368,17 @@
     for (const box of document.querySelectorAll("#types input")) box.checked = types.has(box.value);
     const run = address.get("run");
     if (run && ![...$("run").options].some((o) => o.value === run)) $("run").append(el("option", { value: run }, run));
-    for (const id of ["run", "level", "concept"]) if (address.has(id)) $(id).value = address.get(id);
-    if (address.has("answering")) $("answering").checked = address.get("answering") === "true";
-    if (address.has("in_view")) $("in-view").checked = address.get("in_view") !== "false";
+    const level = address.get("level");
+    if (level && ![...$("level").options].some((o) => o.value === level)) $("level").append(el("option", { value: level }, level));
+    for (const id of ["run", "level", "concept"]) $(id).value = address.get(id) || "";
+    $("answering").checked = address.get("answering") === "true";
+    $("in-view").checked = address.get("in_view") !== "false";
+    withoutFootprint = address.get("footprint") === "none";
+    offset = Math.max(0, Number.parseInt(address.get("offset") || "0", 10) || 0);
   }
 
   loadFilters()
     .then(applyAddress)
     .catch((error) => setStatus(error.message, true))
-    .finally(() => search(true));
+    .finally(() => runSearch());
 })();
