@@ -25,30 +25,12 @@ from shapely.geometry import mapping, shape
 
 from geoweb.connectors.api import APIConnector, malformed
 from geoweb.connectors.base import ConfigError, ConnectorError
-from geoweb.models import BBox, OnlineResource, Record
+from geoweb.models import BBox, OnlineResource, Scene
 
 log = logging.getLogger("geoweb.connectors.archive")
 
 FIELDS = ("scene_id", "satellite", "sensor", "acquired_at", "footprint", "cloud_cover", "quicklook_url")
 MAX_PAGES = 100_000  # a paging loop that never ends stops here
-
-
-@dataclass(slots=True)
-class Scene(Record):
-    """One scene of an archive: a Record (identifier = scene id, bbox = the footprint's box) with its scene
-    metadata. ``footprint`` is a GeoJSON geometry in WGS84 lon/lat; ``cloud_cover`` a percentage."""
-
-    satellite: str | None = None
-    sensor: str | None = None
-    acquired_at: datetime | None = None
-    footprint: dict[str, Any] | None = None
-    cloud_cover: float | None = None
-    quicklook_url: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        record = Record.to_json(self)
-        record["acquired_at"] = self.acquired_at.isoformat() if self.acquired_at else None
-        return record
 
 
 # --- the field mapping -------------------------------------------------------------------------------------
