@@ -35,9 +35,9 @@ DOC = f"""
 JSON list of endpoints, else the environment's `GEOWEB_CSW_CATALOGUES`, separated by commas) and every CSW
 the crawl has loaded into `resources`; with none of them the run does nothing and its log says which Variable
 to set. `allowed_hosts` left empty takes the Variable `{ALLOWED_HOSTS_VARIABLE}`; the run reads its params and
-Variables once, in `catalogues`, so changing a Variable mid-run changes nothing in it. From the form, every field has
-its default: press Trigger. The run's **GeoWeb report** tab shows each catalogue's counts and the validation
-crawl's report. `harvest` runs once per catalogue: GetRecords page by page (Dublin Core
+Variables once, in `catalogues`, so changing a Variable mid-run changes nothing in it. From the form, every
+field has its default: press Trigger. The run's **GeoWeb report** tab shows each catalogue's counts and the
+validation crawl's report. `harvest` runs once per catalogue: GetRecords page by page (Dublin Core
 or ISO 19139), each page committed to `catalogue_records` as it arrives, with footprints in PostGIS. Harvests
 are incremental from each catalogue's watermark (its newest modification date) and full every
 `full_every_days`; only a complete full harvest withdraws the records a catalogue no longer has, and a failed

@@ -38,8 +38,7 @@ URL-pattern policies from the Variable `{POLICIES_VARIABLE}` (else `GEOWEB_URL_P
 their interval. `summarize` logs checked, changed, unchanged, failed, newly dead and the next due check.
 From the form every field has its default (add `allowed_hosts` for resources on a local network; empty: the
 Variable `{ALLOWED_HOSTS_VARIABLE}`; `plan` reads the params and Variables once for the whole run). The run's
-**GeoWeb report** tab counts its checks by outcome and lists what
-changed or failed.
+**GeoWeb report** tab counts its checks by outcome and lists what changed or failed.
 """
 
 

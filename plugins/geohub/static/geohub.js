@@ -97,17 +97,22 @@
   let searchNumber = 0; // answers to older searches are dropped
   const conceptLabels = new Map(); // concept id -> label, from api/concepts
 
-  function searchParams() {
+  // The filters as the API and the page's address both name them: q, type (repeated), run, level, concept,
+  // answering=true, footprint=none.
+  function filterParams() {
     const params = new URLSearchParams();
     const text = $("q").value.trim();
     if (text) params.set("q", text);
     for (const box of document.querySelectorAll("#types input:checked")) params.append("type", box.value);
-    if ($("run").value) params.set("run", $("run").value);
-    if ($("level").value) params.set("level", $("level").value);
-    if ($("concept").value) params.set("concept", $("concept").value);
-    if (withoutFootprint) params.set("footprint", "none");
-    else if ($("in-view").checked) params.set("bbox", visibleBox().join(","));
+    for (const id of ["run", "level", "concept"]) if ($(id).value) params.set(id, $(id).value);
     if ($("answering").checked) params.set("answering", "true");
+    if (withoutFootprint) params.set("footprint", "none");
+    return params;
+  }
+
+  function searchParams() {
+    const params = filterParams();
+    if (!withoutFootprint && $("in-view").checked) params.set("bbox", visibleBox().join(","));
     params.set("limit", PAGE_SIZE);
     params.set("offset", offset);
     return params;
@@ -134,14 +139,8 @@
 
   // The search in the page's address, so that it can be bookmarked and shared and Back returns to it.
   function rememberInAddress() {
-    const address = new URLSearchParams();
-    const text = $("q").value.trim();
-    if (text) address.set("q", text);
-    for (const box of document.querySelectorAll("#types input:checked")) address.append("type", box.value);
-    for (const id of ["run", "level", "concept"]) if ($(id).value) address.set(id, $(id).value);
-    if ($("answering").checked) address.set("answering", "true");
+    const address = filterParams();
     if (!$("in-view").checked) address.set("in_view", "false");
-    if (withoutFootprint) address.set("footprint", "none");
     if (offset) address.set("offset", String(offset));
     const query = address.toString();
     if (query !== location.search.slice(1)) history.pushState(null, "", query ? `?${query}` : location.pathname);
