@@ -51,7 +51,7 @@ SYNTHETIC_COPIES = 400  # the large synthetic WMS: 400 copies of the largest cor
 MANIFEST = "manifest.json"  # in each web's folder: its spec, its generator and what it holds
 GENERATOR_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 
-_WORDS = (
+WORDS = (
     "map service layer feature coverage tile catalogue record dataset survey elevation river basin land use "
     "cover soil geology boundary parcel road network transport census population climate rainfall station "
     "sensor observation forecast hazard flood risk zone habitat species protected area coastline bathymetry "
@@ -192,7 +192,7 @@ class _PageWriter:
         return targets
 
     def words(self, n: int) -> str:
-        return " ".join(self.rng.choice(_WORDS) for _ in range(n))
+        return " ".join(self.rng.choice(WORDS) for _ in range(n))
 
     def html(self, host: int, index: int, fanout: int) -> str:
         src = (host, index)

@@ -130,6 +130,16 @@ class AirflowClient:
         """Every task instance of the run, mapped ones one per map index."""
         return list(self._pages(f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances", "task_instances"))
 
+    def xcom(
+        self, dag_id: str, run_id: str, task_id: str, map_index: int = -1, key: str = "return_value"
+    ) -> Any:
+        """The value a task instance pushed (its return value by default), decoded."""
+        path = f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/xcomEntries/{key}"
+        entry = self.request(
+            "GET", path, params={"map_index": map_index, "deserialize": True, "stringify": False}
+        )
+        return entry["value"]
+
     def _pages(self, path: str, key: str) -> Iterator[dict]:
         offset = 0
         while True:

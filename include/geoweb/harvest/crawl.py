@@ -149,10 +149,14 @@ def crawl_shard(store: Store, run_id: str, level: int, shard: int, params: Harve
     # the shard owns its origins for the run, so their page budgets go on from the frontier's counts
     budget_used = store.frontier.origin_counts(run_id, origins)
     keyword_of = {url: keyword for url, _, keyword, _ in items}
+    commit_seconds = 0.0
 
     def commit(pages: list[Page]) -> None:
         # commits block the event loop for a moment, every batch: simpler than a writer thread, and cheap
+        nonlocal commit_seconds
+        begun = time.monotonic()
         store.frontier.commit_pages(run_id, pages, params.shards, keyword_of)
+        commit_seconds += time.monotonic() - begun
         for page in pages:
             for resource in page.resources:
                 log.info("found %s %s (%d datasets) on %s", resource.type, resource.url,
@@ -173,6 +177,7 @@ def crawl_shard(store: Store, run_id: str, level: int, shard: int, params: Harve
         "robots_disallowed": stats["skip/robots_disallowed"],
         "requests": stats["fetch/requests"],
         "committed": buffer.committed,
+        "commit_seconds": round(commit_seconds, 2),
         "seconds": round(level_stats.seconds, 1),
     }
     log.info("run %s: level %d shard %d done: %s", run_id, level, shard, summary)
