@@ -154,11 +154,14 @@ def _reader(layer: str, batches: Iterator[list[dict]], rows: Counter):
     """The layer's batches as an Arrow stream of its schema, counting their rows into ``rows``."""
     import pyarrow as pa
 
-    schema = _schemas()[layer]
+    schema, geometry = _schemas()[layer], GEOMETRY[layer]
 
     def record_batches():
         for batch in batches:
             rows[layer] += len(batch)
+            for row in batch:  # psycopg2 reads WKB as a memoryview, whose buffer from_pylist never frees
+                if row[geometry] is not None:
+                    row[geometry] = bytes(row[geometry])
             yield pa.RecordBatch.from_pylist(batch, schema=schema)
 
     return pa.RecordBatchReader.from_batches(schema, record_batches())

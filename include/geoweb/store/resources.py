@@ -165,7 +165,7 @@ class Resources(Repository):
         self, chosen: Chosen, layers: Sequence[str] = EXPORT_LAYERS
     ) -> Iterator[tuple[str, Iterator[list[dict]]]]:
         """The chosen resources' rows of the views ``qgis_resources`` and ``qgis_datasets`` (geometries as WKB
-        bytes, the level and source page those of the sighting chosen): for each layer asked for (of
+        in memoryviews, as psycopg2 reads bytea; the level and source page those of the sighting chosen): for each layer asked for (of
         ``EXPORT_LAYERS``), its name and its rows in batches of dicts, column by name. The layers come from
         one snapshot, so a crawl committing meanwhile cannot make them disagree: read each layer's batches
         before the next layer, and use the connection for nothing else until the iteration ends."""
