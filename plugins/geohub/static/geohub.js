@@ -245,18 +245,17 @@
   // What a resource is called: its title; for a file without one, its file name (the URL's last path segment,
   // decoded), not the whole URL.
   function displayTitle(resource) {
-    if (resource.title) return resource.title;
-    if (FILE_TYPES.has(resource.type) && /^https?:\/\//i.test(resource.url)) {
-      const name = new URL(resource.url).pathname.split("/").filter(Boolean).pop();
-      if (name) {
-        try {
-          return decodeURIComponent(name);
-        } catch (ignored) {
-          return name; // not valid percent-encoding: as it is
-        }
-      }
+    return resource.title || (FILE_TYPES.has(resource.type) && fileName(resource.url)) || resource.url;
+  }
+
+  function fileName(url) {
+    if (!/^https?:\/\//i.test(url)) return null;
+    try {
+      const name = new URL(url).pathname.split("/").filter(Boolean).pop();
+      return name ? decodeURIComponent(name) : null;
+    } catch (ignored) {
+      return null; // not a URL, or not valid percent-encoding: the URL as it is
     }
-    return resource.url;
   }
 
   function hitItem(hit) {
@@ -424,7 +423,7 @@
     const connectable = SERVICE_KINDS.has(resource.type);
     $("qgis-connection").parentElement.hidden = !connectable;
     if (connectable) $("qgis-connection").href = `api/resources/${encodeURIComponent(resource.id)}/qgis-connection.xml`;
-    const layers = resource.type === "WMS" ? resource.datasets.filter((d) => d.name && d.footprint) : [];
+    const layers = resource.type === "WMS" && endpoint ? resource.datasets.filter((d) => d.name && d.footprint) : [];
     previewed = resource;
     $("preview").hidden = !layers.length;
     $("preview-layer").replaceChildren(...layers.map((d) =>
