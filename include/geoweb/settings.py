@@ -113,6 +113,11 @@ class Settings:
     host_leases: str = ""
     host_lease_margin: float = 30.0  # a lease lives total_timeout plus this: a killed holder frees it then
 
+    # --- exports (GeoHub's export of a search) ---
+    # Resources one export of a search holds at most (with all their datasets): the file is written to a
+    # temporary file in batches, so memory stays bounded; this bounds the time and the disk.
+    export_max_resources: int = 100_000
+
     def __post_init__(self) -> None:
         for f in fields(self):
             problem = _problem(f.name, getattr(self, f.name))
@@ -151,6 +156,7 @@ _POSITIVE = frozenset({
     "zip_max_ratio", "zip_max_member_bytes", "kml_max_bytes", "schema_max_bytes", "tail_stream_max_bytes",
     "max_memory_bytes", "validation_workers", "validation_timeout", "validation_memory_bytes",
     "revisit_initial_interval", "revisit_min_interval", "revisit_max_interval", "revisit_dead_after",
+    "export_max_resources",
 })  # fmt: skip
 _RANGES = {
     "link_budget": (lambda v: 0 < v <= 1, "a link budget is a fraction in (0, 1]"),

@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, status
 from fastapi import Path as PathParam
@@ -21,6 +21,8 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Redirect
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from geohub.access import geohub_user, login_url
+from geohub.downloads import downloads_router
+from geohub.filters import Filters
 from geohub.harvest_db import database
 from geohub.reports import render, run_report
 from geoweb.geohub import (
@@ -38,8 +40,9 @@ from geoweb.geohub import (
     search,
     type_counts,
 )
-from geoweb.geohub.query import DEFAULT_LIMIT, MAX_LIMIT, MAX_NAME, MAX_OFFSET, MAX_TEXT
+from geoweb.geohub.query import DEFAULT_LIMIT, MAX_LIMIT, MAX_NAME, MAX_OFFSET
 from geoweb.geohub.reports import crawl_run_plot
+from geoweb.settings import Settings
 
 log = logging.getLogger("geoweb.geohub")
 
@@ -53,11 +56,14 @@ MEDIA_TYPES = {
     ".geojson": "application/geo+json",
     ".txt": "text/plain; charset=utf-8",
 }
-# Scripts, styles, images and requests from GeoHub itself only; no inline code, no plugins, no foreign
-# framing (the Airflow UI on the same origin embeds the page).
+# Scripts, styles and requests from GeoHub itself only; no inline code, no plugins, no foreign framing (the
+# Airflow UI on the same origin embeds the page). Images also from any http(s) origin: a WMS preview is the
+# GetMap of the service's own server, loaded by the browser when the user asks for it. An image runs no
+# code and reads nothing back into the page, and no-referrer keeps the page's address from the server;
+# fetching the GetMap through GeoHub instead would let anyone who can log in make GeoHub fetch any URL.
 CONTENT_SECURITY_POLICY = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-    "base-uri 'none'; form-action 'none'; frame-ancestors 'self'"
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: http: https:; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'self'"
 )
 SECURITY_HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
@@ -163,68 +169,7 @@ def create_app() -> FastAPI:
     @app.get("/api/search", response_model=SearchPage, summary="Search the discovered resources")
     def search_resources(
         user: User,
-        q: Annotated[
-            str,
-            Query(
-                max_length=MAX_TEXT,
-                description='Words, in web-search syntax (`"a phrase"`, `or`, `-word`), stemmed (English), '
-                "matched against titles, providers, keywords, abstracts, the names and titles of datasets, "
-                "the concepts datasets are about with their synonyms and broader concepts (`water` finds a "
-                "service of river layers), URLs, the search keyword that led to a resource and the pages that "
-                "linked to it; the last word is also a prefix (`riv` finds rivers). Results ranked by "
-                "relevance, a title or provider above an abstract or URL. An address (`data.example.org`, a "
-                "URL) matches URLs containing it. Empty: every resource, newest first.",
-            ),
-        ] = "",
-        type: Annotated[
-            list[str],
-            Query(
-                description="Resource types (WMS, WFS, KML, ...); repeat for several. An unknown one is 422."
-            ),
-        ] = [],  # noqa: B006  (FastAPI copies defaults)
-        bbox: Annotated[
-            str | None,
-            Query(
-                max_length=200,
-                description="west,south,east,north in WGS84 degrees: resources whose box (which holds "
-                "their datasets' footprints) intersects it. West above east crosses the antimeridian. "
-                "`outside_box` and `no_footprint` say how many it left out.",
-            ),
-        ] = None,
-        run: Annotated[
-            str | None, Query(max_length=MAX_NAME, description="Only resources this run found.")
-        ] = None,
-        level: Annotated[
-            int | None,
-            Query(
-                ge=0,
-                le=1000,
-                description="Only resources first found at this link depth (in `run`, if given).",
-            ),
-        ] = None,
-        concept: Annotated[
-            str | None,
-            Query(
-                max_length=MAX_NAME,
-                description="A concept id (`/api/concepts`): resources with a dataset about it or about a "
-                "concept below it (`water_body` finds lakes and canals).",
-            ),
-        ] = None,
-        answering: Annotated[
-            bool,
-            Query(
-                description="Leave out the resources the revisits found dead (failed checks in a row); each "
-                "result's `status` says ok, failed or dead."
-            ),
-        ] = False,
-        provider: Annotated[
-            str | None,
-            Query(max_length=MAX_NAME, description="Only resources of this provider (its exact name)."),
-        ] = None,
-        footprint: Annotated[
-            Literal["none"] | None,
-            Query(description="`none`: only resources without a footprint, which no `bbox` finds."),
-        ] = None,
+        filters: Filters,
         limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
         offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     ) -> SearchPage:
@@ -232,9 +177,7 @@ def create_app() -> FastAPI:
         matches, `outside_box` (would match but for the box), `no_footprint` (match every filter but the
         box and have no footprint) and `facets` counting the matches by type, provider, concept, level and
         status. `next_offset` is null on the last page."""
-        query = SearchQuery.checked(
-            q, type, bbox, run, level, limit, offset, concept, answering, provider, footprint
-        )
+        query = SearchQuery.checked(**filters, limit=limit, offset=offset)
         with database.connection() as conn:
             return search(conn, query)
 
@@ -278,4 +221,5 @@ def create_app() -> FastAPI:
                     cached = counted["concepts"] = (time.monotonic(), concept_counts(conn))
         return cached[1]
 
+    app.include_router(downloads_router(Settings.from_env().export_max_resources))
     return app

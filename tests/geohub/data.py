@@ -137,7 +137,39 @@ ZERMATT_URL = Resource(
     bbox=(7.7, 45.9, 7.8, 46.0),
 )
 SWISS = [GAUGES, DIKES, VALAIS, ZERMATT_TITLE, ZERMATT_URL]  # the text search's cases, all in Switzerland
-ALL = [RIVERS, PARCELS, STATIONS, ISLANDS, HOSTILE, ARCHIVE, *ALPINE, *SWISS]
+# The test web's MapServer WMS (a real one: its GetMap answers a PNG), with its provinces layer's box.
+TESTWEB_WMS = Resource(
+    url="http://127.0.0.1:18010/cgi-bin/mapserv?map=regions",
+    type="WMS",
+    version="1.3.0",
+    title="Regions of the test web",
+    datasets=[layer("provinces", "Provinces", (5.0, 45.0, 8.0, 46.0))],
+    bbox=(5.0, 45.0, 8.0, 46.0),
+)
+# Files without a title, in New Zealand, with what their detectors read of them: shown by their file names.
+KAPITI = (174.9, -41.0, 175.3, -40.6)
+HUTS = Resource(
+    url=f"{SITE}/nz/k%C4%81piti%20huts.zip",
+    type="SHAPEFILE",
+    datasets=[
+        Dataset(
+            name="huts",
+            bbox=KAPITI,
+            extra={"path": "huts.shp", "features": 42, "geometry_type": "Point", "crs": "EPSG:2193"},
+        )
+    ],
+    bbox=KAPITI,
+    extra={"archive_bytes": 48_213, "files": ["huts.shp"], "inspected": "download"},
+)
+TRACKS = Resource(
+    url=f"{SITE}/nz/tramping%20tracks.kml?download=1",
+    type="KML",
+    datasets=[Dataset(name="Tracks", bbox=KAPITI, extra={"placemarks": 12})],
+    bbox=KAPITI,
+    extra={"placemarks": 12, "format": "kml"},
+)
+FILES = [HUTS, TRACKS]
+ALL = [RIVERS, PARCELS, STATIONS, ISLANDS, HOSTILE, ARCHIVE, *ALPINE, *SWISS, TESTWEB_WMS, *FILES]
 
 
 def found(resource: Resource, source: str, level: int) -> Page:
@@ -159,7 +191,8 @@ def load(dsn: str) -> None:
         store.frontier.commit_pages(RUN_1, pages, 1, keyword_of={p.url: "hydrography" for p in pages})
         store.runs.end(RUN_1, RunStatus.SUCCESS, {})
         store.runs.begin(RUN_2, {})
-        pages = [found(r, maps, 1) for r in (RIVERS, PARCELS, ISLANDS, ARCHIVE, *ALPINE, *SWISS)]
+        pages = [found(r, maps, 1) for r in (RIVERS, PARCELS, ISLANDS, ARCHIVE, *ALPINE, *SWISS, TESTWEB_WMS)]
+        pages += [found(r, maps, 1) for r in FILES]
         pages += [found(r, more, 2) for r in (STATIONS, HOSTILE)]
         store.frontier.commit_pages(RUN_2, pages, 1, keyword_of={})
         store.runs.end(RUN_2, RunStatus.SUCCESS, {})

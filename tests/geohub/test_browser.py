@@ -12,6 +12,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import psycopg2
+import pyogrio
 import pytest
 
 from tests.geohub import data
@@ -167,7 +168,7 @@ def test_search_filter_by_map_and_detail(browser, geohub_server, token, tmp_path
     )
     browser.wait_for("!document.getElementById('detail').hidden")
     rows = browser.wait_for(
-        "[...document.querySelectorAll('#datasets tbody tr')].map(tr => tr.cells[1].textContent)"
+        "[...document.querySelectorAll('#datasets tbody tr')].map(tr => tr.cells[1].querySelector('code').textContent)"
     )
     assert rows == ["rivers", "reservoirs"]
     concepts = browser.evaluate(
@@ -317,3 +318,178 @@ def test_the_page_counts_what_it_finds_remembers_the_search_and_keeps_a_detail_o
     before = searches(browser)
     browser.click("#back")  # the results follow the map that moved
     wait_for_results(browser, before)
+
+
+def choose(browser: Chromium, select: str, value: str) -> None:
+    browser.evaluate(
+        f"(s => {{ s.value = {json.dumps(value)}; s.dispatchEvent(new Event('change')); }})"
+        f"(document.getElementById({json.dumps(select)}))"
+    )
+
+
+def open_detail(browser: Chromium, title: str) -> None:
+    browser.evaluate(
+        f"{HITS}.find(li => li.querySelector('.title').textContent === {json.dumps(title)})"
+        ".querySelector('.title').click()"
+    )
+    browser.wait_for(f"!document.getElementById('detail').hidden && {DETAIL_TITLE} === {json.dumps(title)}")
+
+
+DETAIL_TITLE = "document.getElementById('detail-title').textContent"
+
+
+def test_the_provider_facet_follows_the_search_and_filters_it(browser, geohub_server):
+    log_in(browser, geohub_server)
+    wait_for_results(browser, [])
+    providers = browser.evaluate("[...document.querySelectorAll('#provider option')].map(o => o.textContent)")
+    assert providers == ["any", f"{data.AUTHORITY} (2)", "Water Agency (1)"]
+    search_for(browser, "dike")
+    assert browser.evaluate("[...document.querySelectorAll('#provider option')].map(o => o.textContent)") == [
+        "any",
+        f"{data.AUTHORITY} (1)",
+    ]
+    search_for(browser, "")
+    before = searches(browser)
+    choose(browser, "provider", data.AUTHORITY)
+    url = wait_for_results(browser, before)
+    assert parse_qs(urlsplit(url).query)["provider"] == [data.AUTHORITY]
+    assert sorted(browser.evaluate(HIT_TITLES)) == sorted([data.DIKES.title, data.GAUGES.title])
+    assert parse_qs(browser.evaluate("location.search.slice(1)")) == {"provider": [data.AUTHORITY]}
+    browser.navigate(browser.evaluate("location.href"))  # a reload keeps it
+    browser.wait_for(f"/^Results 1\u20132 of 2/.test({STATUS})")
+    assert browser.evaluate("document.getElementById('provider').value") == data.AUTHORITY
+
+
+def test_a_service_s_endpoint_layers_qgis_file_and_wms_preview(browser, geohub_server, tmp_path):
+    browser.send(
+        "Browser.grantPermissions",
+        origin=geohub_server.base_url,
+        permissions=["clipboardReadWrite", "clipboardSanitizedWrite"],
+    )
+    log_in(browser, geohub_server)
+    wait_for_results(browser, [])
+    search_for(browser, "regions test web")
+    open_detail(browser, data.TESTWEB_WMS.title)
+
+    # the endpoint, copied to the clipboard, and a visible "copied"
+    capabilities = f"{data.TESTWEB_WMS.url}&service=WMS&request=GetCapabilities"
+    assert browser.evaluate("document.getElementById('endpoint').textContent") == capabilities
+    browser.click("#copy-endpoint")
+    browser.wait_for("document.getElementById('copy-endpoint').dataset.copied === 'true'")
+    assert browser.evaluate("document.getElementById('copy-endpoint').textContent") == "Copied"
+    assert browser.evaluate("navigator.clipboard.readText()") == capabilities
+
+    # the layer names, each with its copy
+    names = browser.evaluate(
+        "[...document.querySelectorAll('#datasets tbody td.name')]"
+        ".map(td => [td.querySelector('code').textContent, td.querySelector('button.copy').dataset.copy])"
+    )
+    assert names == [["provinces", "provinces"]]
+    browser.click("#datasets tbody td.name button.copy")
+    browser.wait_for("document.querySelector('#datasets td.name button.copy').dataset.copied === 'true'")
+    assert browser.evaluate("navigator.clipboard.readText()") == "provinces"
+
+    # the QGIS connection file the link downloads
+    connection = browser.evaluate(
+        "fetch(document.getElementById('qgis-connection').href).then(r => r.text()).then(t => "
+        "(d => [d.documentElement.tagName, d.querySelector('wms').getAttribute('url'), "
+        "d.querySelector('wms').getAttribute('name')])(new DOMParser().parseFromString(t, 'application/xml')))"
+    )
+    assert connection == ["qgsWMSConnections", data.TESTWEB_WMS.url, data.TESTWEB_WMS.title]
+    assert browser.evaluate("document.getElementById('qgis-connection').hasAttribute('download')")
+
+    # the preview: a GetMap of the chosen layer from the MapServer itself, drawn over its box
+    assert browser.evaluate("document.querySelectorAll('img.wms-preview').length") == 0  # only when asked
+    browser.click("#show-preview")
+    size = browser.wait_for(
+        "(i => i && i.complete && i.naturalWidth > 0 && [i.naturalWidth, i.naturalHeight])"
+        "(document.querySelector('img.wms-preview'))"
+    )
+    assert max(size) == 512 and min(size) > 100
+    getmap = urlsplit(browser.evaluate("document.querySelector('img.wms-preview').src"))
+    params = {k.upper(): v[0] for k, v in parse_qs(getmap.query, keep_blank_values=True).items()}
+    assert getmap.netloc == "127.0.0.1:18010" and params["MAP"] == "regions"
+    assert (params["REQUEST"], params["VERSION"], params["LAYERS"], params["CRS"]) == (
+        "GetMap", "1.3.0", "provinces", "EPSG:4326",
+    )  # fmt: skip
+    assert [float(v) for v in params["BBOX"].split(",")] == [45.0, 5.0, 46.0, 8.0]  # 1.3.0: latitude first
+    browser.wait_for(
+        "document.getElementById('preview-status').textContent.startsWith('Preview of provinces')"
+    )
+    browser.hover((5, 5))
+    browser.evaluate("new Promise(done => setTimeout(done, 500))")  # the map's zoom to the layer ends
+    browser.screenshot(tmp_path / "geohub-detail.png")
+    shutil.copyfile(tmp_path / "geohub-detail.png", SCREENSHOT.with_name("geohub-detail.png"))
+    logged = [e["params"]["entry"]["text"] for e in browser.events if e["method"] == "Log.entryAdded"]
+    assert not [t for t in logged if "Content Security Policy" in t], logged
+
+    # a server that sends no image: the preview says so
+    browser.navigate(f"{geohub_server.base_url}/geohub/?q=rivers+taiwan&in_view=false")
+    browser.wait_for(f"/^Results/.test({STATUS})")
+    open_detail(browser, data.RIVERS.title)
+    browser.click("#show-preview")
+    browser.wait_for("document.getElementById('preview-status').classList.contains('error')")
+    assert browser.evaluate("document.getElementById('preview-status').textContent").startswith(
+        "The service sent no image of rivers"
+    )
+
+
+def detail_fields(browser: Chromium) -> dict[str, str]:
+    return browser.evaluate(
+        "Object.fromEntries([...document.querySelectorAll('#detail-fields dt')]"
+        ".map(dt => [dt.textContent, dt.nextElementSibling.textContent]))"
+    )
+
+
+def test_files_are_shown_by_their_names_with_what_they_hold(browser, geohub_server):
+    log_in(browser, geohub_server)
+    wait_for_results(browser, [])
+    browser.click("#in-view")  # New Zealand is off the first view's map
+    search_for(browser, "huts")
+    assert browser.evaluate(HIT_TITLES) == ["k\u0101piti huts.zip"]  # the file name, decoded
+    open_detail(browser, "k\u0101piti huts.zip")
+    fields = detail_fields(browser)
+    assert fields["File"] == "48.2 KB" and fields["URL"] == data.HUTS.url
+    details = browser.evaluate(
+        "[...document.querySelectorAll('#datasets tbody tr')].map(tr => tr.cells[5].textContent)"
+    )
+    assert details == ["42 features \u00b7 Point \u00b7 EPSG:2193"]
+    # its address to copy, and no QGIS connection or preview, which are for services
+    assert browser.evaluate("document.getElementById('endpoint').textContent") == data.HUTS.url
+    assert browser.evaluate("document.getElementById('qgis-connection').parentElement.hidden")
+    assert browser.evaluate("document.getElementById('preview').hidden")
+    browser.click("#back")
+    search_for(browser, "tramping")
+    assert browser.evaluate(HIT_TITLES) == ["tramping tracks.kml"]  # not its query string
+    open_detail(browser, "tramping tracks.kml")
+    assert detail_fields(browser)["File"] == "12 placemarks \u00b7 KML"
+
+
+def test_the_export_button_downloads_the_search(browser, geohub_server, tmp_path):
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    browser.send(
+        "Browser.setDownloadBehavior", behavior="allow", downloadPath=str(downloads), eventsEnabled=True
+    )
+    log_in(browser, geohub_server)
+    wait_for_results(browser, [])
+    search_for(browser, "survey")
+    choose(browser, "export-format", "gpkg")
+    href = browser.evaluate("document.getElementById('export').href")
+    assert parse_qs(urlsplit(href).query)["q"] == ["survey"] and "bbox" in parse_qs(urlsplit(href).query)
+    browser.click("#export")
+    deadline = time.monotonic() + 60
+    while not [e for e in browser.events if e["method"] == "Browser.downloadProgress"
+               and e["params"]["state"] == "completed"]:  # fmt: skip
+        assert time.monotonic() < deadline, "the download did not complete"
+        browser.evaluate("new Promise(done => setTimeout(done, 200))")
+    (path,) = downloads.iterdir()
+    assert path.name.startswith("geohub-search-") and path.suffix == ".gpkg"
+    assert sorted(pyogrio.read_dataframe(path, layer="resources")["title"]) == sorted(
+        r.title for r in data.ALPINE
+    )
+    # the QGIS connections of the same search's WMS
+    choose(browser, "export-format", "qgis:WMS")
+    href = browser.evaluate("document.getElementById('export').href")
+    assert urlsplit(href).path.endswith("/geohub/api/qgis-connections.xml")
+    assert parse_qs(urlsplit(href).query)["service"] == ["WMS"]

@@ -64,7 +64,7 @@ def test_the_page_that_linked_to_a_resource_finds_it(database):
 
 
 def test_urls_are_found_by_address_and_by_word(database):
-    assert found(database, text="mapserv") == [data.RIVERS.title]
+    assert set(found(database, text="mapserv")) == titles(data.RIVERS, data.TESTWEB_WMS)
     assert found(database, text=data.RIVERS.url)[0] == data.RIVERS.title  # a pasted URL
     assert len(found(database, text="geoportal.example")) == EVERYTHING  # the hostile one: by its source page
 
@@ -138,14 +138,14 @@ def test_text_that_cannot_be_searched_is_refused_with_the_reason(text, message):
 
 
 def test_types(database):
-    assert set(found(database, types=["sos", "SHAPEFILE"])) == titles(data.STATIONS, data.ISLANDS)
+    assert set(found(database, types=["sos", "SHAPEFILE"])) == titles(data.STATIONS, data.ISLANDS, data.HUTS)
 
 
 @pytest.mark.parametrize(
     ("bbox", "expected"),
     [
         (data.TAIWAN, titles(data.RIVERS, data.HOSTILE)),
-        (data.SWITZERLAND, titles(data.PARCELS, *data.ALPINE, *data.SWISS)),
+        (data.SWITZERLAND, titles(data.PARCELS, *data.ALPINE, *data.SWISS, data.TESTWEB_WMS)),
         ((178.0, -20.0, -178.0, -15.0), titles(data.ISLANDS)),  # across the antimeridian
         ((-179.5, -18.0, -179.2, -17.0), titles(data.ISLANDS)),  # its part east of the antimeridian
         ((0.0, -10.0, 170.0, -5.0), set()),  # in the latitudes of Fiji, not across its longitudes

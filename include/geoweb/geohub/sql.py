@@ -175,3 +175,20 @@ def summary_statement(query: SearchQuery) -> tuple[str, dict]:
         level=_RUN_LEVEL if query.run is not None else "r.level",
     )
     return sql, params
+
+
+def chosen_statement(query: SearchQuery, limit: int) -> tuple[str, dict]:
+    """The statement and parameters of the first ``limit`` matches (ranked, or newest first without text) as
+    an export takes them (``geoweb.store.resources.Chosen``): rows of (resource_id, level, source_page,
+    discovered_at), a resource's first sighting."""
+    where, params = _filters(query)
+    in_box, box_params = _in_box(query)
+    where.append(in_box)
+    params.update(box_params, chosen_limit=limit)
+    order = f"ts_rank(r.search, {text_query(query)}) DESC, r.id DESC" if query.text else "r.id DESC"
+    where_sql = "\n      AND ".join(where)
+    sql = (
+        "SELECT r.id AS resource_id, r.level, r.source_page, r.first_seen AS discovered_at\n"
+        f"FROM resources r\nWHERE {where_sql}\nORDER BY {order} LIMIT %(chosen_limit)s"
+    )
+    return sql, params

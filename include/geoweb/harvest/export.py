@@ -24,9 +24,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from geoweb.errors import StoreError
+from geoweb.store.resources import Chosen
 
 if TYPE_CHECKING:
     from geoweb.store import Store
+    from geoweb.store.resources import Resources
 
 FORMATS = ("jsonl", "csv", "geojson", "gpkg", "parquet")
 LAYERS = ("resources", "datasets")  # the layers of Resources.export_layers
@@ -71,7 +73,7 @@ def export_run(
     """Write run ``run`` (a run id, or ``latest``: the run started last) to ``output`` in format ``fmt`` (see
     ``FORMATS``; ``layer`` picks one table, see ``layers_of``). ``output`` None is standard output, for JSON
     lines only. StoreError for an unknown run, and then nothing is written."""
-    layers = layers_of(fmt, layer)
+    layers_of(fmt, layer)
     run_id = store.runs.latest() if run == "latest" else run
     if run_id is None:
         raise StoreError("the database holds no run yet")
@@ -79,13 +81,23 @@ def export_run(
         if fmt != "jsonl":
             raise ValueError(f"{fmt} is written to a file, not standard output")
         return Exported(run_id, {"resources": _write_jsonl(store.resources.export(run_id), sys.stdout)})
+    store.resources.check_run(run_id)  # before any file is made
+    return Exported(run_id, export_chosen(store.resources, Chosen.run(run_id), output, fmt, layer))
+
+
+def export_chosen(
+    resources: Resources, chosen: Chosen, output: Path, fmt: str, layer: str | None = None
+) -> dict[str, int]:
+    """Write the chosen resources (a run's, a search's) to ``output`` in format ``fmt``, ``layer`` as in
+    ``layers_of``; the rows written per layer (JSON lines: ``resources``)."""
+    layers = layers_of(fmt, layer)
     if fmt == "jsonl":
         with _written_aside(output) as path, path.open("w", encoding="utf-8") as out:
-            return Exported(run_id, {"resources": _write_jsonl(store.resources.export(run_id), out)})
-    tables = store.resources.export_layers(run_id, layers)
+            return {"resources": _write_jsonl(resources.export_chosen(chosen), out)}
+    tables = resources.export_layers_chosen(chosen, layers)
     with _written_aside(output) as path:
         rows = _write_parquet(tables, path) if fmt == "parquet" else _write_gdal(tables, path, fmt)
-    return Exported(run_id, {name: rows[name] for name in layers})
+    return {name: rows[name] for name in layers}
 
 
 @contextmanager
@@ -142,11 +154,14 @@ def _reader(layer: str, batches: Iterator[list[dict]], rows: Counter):
     """The layer's batches as an Arrow stream of its schema, counting their rows into ``rows``."""
     import pyarrow as pa
 
-    schema = _schemas()[layer]
+    schema, geometry = _schemas()[layer], GEOMETRY[layer]
 
     def record_batches():
         for batch in batches:
             rows[layer] += len(batch)
+            for row in batch:  # psycopg2 reads WKB as a memoryview, whose buffer from_pylist never frees
+                if row[geometry] is not None:
+                    row[geometry] = bytes(row[geometry])
             yield pa.RecordBatch.from_pylist(batch, schema=schema)
 
     return pa.RecordBatchReader.from_batches(schema, record_batches())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC
 
 from psycopg2.extras import RealDictCursor, execute_values
@@ -50,12 +51,13 @@ ON CONFLICT (run_id, resource_id) DO UPDATE SET
     found_on = EXCLUDED.found_on
 WHERE EXCLUDED.level < rr.level
 """
+# The resources an export holds are the rows (resource_id, level, source_page, discovered_at) of a statement
+# (``Chosen``) joined in as ``c``: a run's sightings, or a search's matches (GeoHub).
 _EXPORT_RESOURCES = """
 SELECT r.id, r.url, r.type, r.version, r.title, r.abstract, r.keywords, r.provider, ST_AsBinary(r.bbox),
-       r.extra, r.content_sha256, rr.level, rr.source_page, rr.discovered_at
-FROM run_resources rr JOIN resources r ON r.id = rr.resource_id
-WHERE rr.run_id = %s
-ORDER BY rr.level, r.id
+       r.extra, r.content_sha256, c.level, c.source_page, c.discovered_at
+FROM ({chosen}) c JOIN resources r ON r.id = c.resource_id
+ORDER BY c.level, r.id
 """
 _EXPORT_DATASETS = """
 SELECT resource_id, name, title, keywords, ST_AsBinary(footprint), extra, concepts
@@ -63,22 +65,20 @@ FROM datasets WHERE resource_id = ANY(%s)
 ORDER BY resource_id, position
 """
 
-# The rows of a run in the views of migration 0011, geometries as WKB: its resources, with the level and
-# source page of the run's sighting, and their datasets.
+# The rows of the chosen resources in the views of migration 0011, geometries as WKB: the resources, with the
+# level and source page of their sighting, and their datasets.
 _EXPORT_LAYERS = {
     "resources": """
-SELECT v.id, v.url, v.type, v.version, v.title, v.abstract, v.provider, v.keywords, rr.level, rr.source_page,
+SELECT v.id, v.url, v.type, v.version, v.title, v.abstract, v.provider, v.keywords, c.level, c.source_page,
        v.first_seen, v.last_seen, v.last_status, ST_AsBinary(v.bbox) AS bbox
-FROM run_resources rr JOIN qgis_resources v ON v.id = rr.resource_id
-WHERE rr.run_id = %s
-ORDER BY rr.level, v.id
+FROM ({chosen}) c JOIN qgis_resources v ON v.id = c.resource_id
+ORDER BY c.level, v.id
 """,
     "datasets": """
 SELECT v.id, v.resource_id, v.resource_url, v.resource_type, v.resource_title, v.provider, v.position, v.name,
        v.title, v.keywords, v.concepts, ST_AsBinary(v.footprint) AS footprint
-FROM run_resources rr JOIN qgis_datasets v ON v.resource_id = rr.resource_id
-WHERE rr.run_id = %s
-ORDER BY rr.level, v.resource_id, v.position
+FROM ({chosen}) c JOIN qgis_datasets v ON v.resource_id = c.resource_id
+ORDER BY c.level, v.resource_id, v.position
 """,
 }
 EXPORT_LAYERS = tuple(_EXPORT_LAYERS)
@@ -110,6 +110,25 @@ def upsert_run_resources(
     execute_values(cur, _RUN_RESOURCES_UPSERT, links, page_size=PAGE_SIZE)
 
 
+@dataclass(frozen=True, slots=True)
+class Chosen:
+    """The resources an export holds: a statement of rows (resource_id, level, source_page, discovered_at),
+    each resource once, and its named parameters."""
+
+    sql: str
+    params: dict
+
+    @classmethod
+    def run(cls, run_id: str) -> Chosen:
+        """The resources a run found, with the level, source page and time of the run's sighting."""
+        return cls(_RUN_SIGHTINGS, {"run": run_id})
+
+
+_RUN_SIGHTINGS = (
+    "SELECT resource_id, level, source_page, discovered_at FROM run_resources WHERE run_id = %(run)s"
+)
+
+
 class Resources(Repository):
     """The resources found, read back."""
 
@@ -123,36 +142,43 @@ class Resources(Repository):
     def export(self, run_id: str) -> Iterator[dict]:
         """The run's resources as ``Resource.to_record()`` records (the ``geoweb crawl`` JSON lines), by level,
         streamed from one snapshot: use the Store for nothing else until the iteration ends."""
-        self._check_run(run_id)
+        self.check_run(run_id)
+        return self.export_chosen(Chosen.run(run_id))
+
+    def export_chosen(self, chosen: Chosen) -> Iterator[dict]:
+        """The chosen resources as records, as ``export`` gives a run's."""
         with self.conn, self.conn.cursor(name="export_run") as resources, self.conn.cursor() as cur:
             resources.itersize = EXPORT_BATCH
-            resources.execute(_EXPORT_RESOURCES, (run_id,))
+            resources.execute(_EXPORT_RESOURCES.format(chosen=chosen.sql), chosen.params)
             while batch := resources.fetchmany(EXPORT_BATCH):
                 yield from _records(cur, batch)
 
     def export_layers(
         self, run_id: str, layers: Sequence[str] = EXPORT_LAYERS
     ) -> Iterator[tuple[str, Iterator[list[dict]]]]:
-        """The run's rows of the views ``qgis_resources`` and ``qgis_datasets`` (geometries as WKB bytes, the
-        level and source page those of the run's sighting): for each layer asked for (of ``EXPORT_LAYERS``), its name and its rows in
-        batches of dicts, column by name. The layers come from one snapshot, so a crawl committing meanwhile
-        cannot make them disagree: read each layer's batches before the next layer, and use the Store for
-        nothing else until the iteration ends. StoreError for an unknown run, raised by this call."""
-        self._check_run(run_id)
-        return self._layer_batches(run_id, layers)
+        """The run's rows of the views ``qgis_resources`` and ``qgis_datasets``: see ``export_layers_chosen``.
+        StoreError for an unknown run, raised by this call."""
+        self.check_run(run_id)
+        return self.export_layers_chosen(Chosen.run(run_id), layers)
 
-    def _layer_batches(
-        self, run_id: str, layers: Sequence[str]
+    def export_layers_chosen(
+        self, chosen: Chosen, layers: Sequence[str] = EXPORT_LAYERS
     ) -> Iterator[tuple[str, Iterator[list[dict]]]]:
+        """The chosen resources' rows of the views ``qgis_resources`` and ``qgis_datasets`` (geometries as WKB
+        in memoryviews, as psycopg2 reads bytea; the level and source page those of the sighting chosen): for each layer asked for (of
+        ``EXPORT_LAYERS``), its name and its rows in batches of dicts, column by name. The layers come from
+        one snapshot, so a crawl committing meanwhile cannot make them disagree: read each layer's batches
+        before the next layer, and use the connection for nothing else until the iteration ends."""
         with self.conn, self.conn.cursor() as cur:
             cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             for layer in layers:
                 with self.conn.cursor(name=f"export_{layer}", cursor_factory=RealDictCursor) as rows:
                     rows.itersize = EXPORT_BATCH
-                    rows.execute(_EXPORT_LAYERS[layer], (run_id,))
+                    rows.execute(_EXPORT_LAYERS[layer].format(chosen=chosen.sql), chosen.params)
                     yield layer, _batches(rows)
 
-    def _check_run(self, run_id: str) -> None:
+    def check_run(self, run_id: str) -> None:
+        """StoreError for a run the database does not know."""
         with self._transaction() as cur:
             cur.execute("SELECT 1 FROM crawl_runs WHERE run_id = %s", (run_id,))
             if cur.fetchone() is None:

@@ -55,6 +55,9 @@
 
   const map = L.map("map", { worldCopyJump: true, minZoom: 1 }).setView([20, 0], 2);
   map.attributionControl.addAttribution("Natural Earth");
+  // The world's outline under everything (in place of tiles), a WMS preview over the footprints.
+  map.createPane("base").style.zIndex = 150;
+  map.createPane("preview").style.zIndex = 450;
   const footprintStyle = { color: "#2f6fdb", weight: 1, fillOpacity: 0.08 };
   const selectedStyle = { color: "#d9480f", weight: 2, fillOpacity: 0.15 };
   const results = L.geoJSON(null, {
@@ -69,9 +72,10 @@
   api("static/world.geojson")
     .then((world) => {
       L.geoJSON(world, {
+        pane: "base",
         interactive: false,
         style: { color: "#9aa5b1", weight: 0.7, fillColor: "#fdfdf8", fillOpacity: 1 },
-      }).addTo(map).bringToBack();
+      }).addTo(map);
     })
     .catch((error) => setStatus(`Base map: ${error.message}`, true));
 
@@ -96,23 +100,30 @@
   let staleResults = false; // the map moved while a detail was open: search again on going back
   let searchNumber = 0; // answers to older searches are dropped
   const conceptLabels = new Map(); // concept id -> label, from api/concepts
+  const FILTERS = ["run", "level", "concept", "provider"]; // the menus among the filters
 
   // The filters as the API and the page's address both name them: q, type (repeated), run, level, concept,
-  // answering=true, footprint=none.
+  // provider, answering=true, footprint=none.
   function filterParams() {
     const params = new URLSearchParams();
     const text = $("q").value.trim();
     if (text) params.set("q", text);
     for (const box of document.querySelectorAll("#types input:checked")) params.append("type", box.value);
-    for (const id of ["run", "level", "concept"]) if ($(id).value) params.set(id, $(id).value);
+    for (const id of FILTERS) if ($(id).value) params.set(id, $(id).value);
     if ($("answering").checked) params.set("answering", "true");
     if (withoutFootprint) params.set("footprint", "none");
     return params;
   }
 
-  function searchParams() {
+  // The filters of the results shown: with the map area's box when it filters them.
+  function shownParams() {
     const params = filterParams();
     if (!withoutFootprint && $("in-view").checked) params.set("bbox", visibleBox().join(","));
+    return params;
+  }
+
+  function searchParams() {
+    const params = shownParams();
     params.set("limit", PAGE_SIZE);
     params.set("offset", offset);
     return params;
@@ -159,7 +170,7 @@
           pointToLayer: (feature, latlng) => L.circleMarker(latlng, { radius: 5 }),
         });
         // an element, not a string: Leaflet would set a string as HTML
-        shape.bindTooltip(el("span", null, hit.title || hit.url), { sticky: true });
+        shape.bindTooltip(el("span", null, displayTitle(hit)), { sticky: true });
         shape.on("click", () => openDetail(hit.id));
         results.addLayer(shape);
       }
@@ -176,6 +187,7 @@
     $("without-footprint").textContent = withoutFootprint ? "Back to the map area" :
       `Show the ${page.no_footprint} without a footprint`;
     showFacets(page.facets);
+    exportLink();
     $("previous").disabled = page.offset === 0;
     $("next").disabled = page.next_offset === null;
   }
@@ -199,6 +211,22 @@
       ...levels.sort((a, b) => a - b).map((level) =>
         el("option", { value: String(level) }, `${level} (${counts.get(level) || 0})`)));
     $("level").value = chosen;
+    const provider = $("provider").value;
+    const providers = facets.provider.map((p) => [p.value, p.resources]);
+    if (provider && !providers.some(([value]) => value === provider)) providers.push([provider, 0]);
+    $("provider").replaceChildren(el("option", { value: "" }, "any"),
+      ...providers.map(([value, count]) => el("option", { value }, `${value} (${count})`)));
+    $("provider").value = provider;
+  }
+
+  // The export of what the results show (every page of them, up to the server's limit) in the chosen format,
+  // or the QGIS connections of its services of one kind.
+  function exportLink() {
+    const params = shownParams();
+    const [format, kind] = $("export-format").value.split(":");
+    if (kind) params.set("service", kind);
+    else params.set("format", format);
+    $("export").href = `${kind ? "api/qgis-connections.xml" : "api/export"}?${params}`;
   }
 
   const FILE_TYPES = new Set(["KML", "SHAPEFILE", "GEOJSON", "GEOTIFF"]);
@@ -214,8 +242,24 @@
     return OGC_TYPES.has(type) ? "Capabilities" : "Endpoint"; // an OGC API, STAC or ArcGIS REST root
   }
 
+  // What a resource is called: its title; for a file without one, its file name (the URL's last path segment,
+  // decoded), not the whole URL.
+  function displayTitle(resource) {
+    return resource.title || (FILE_TYPES.has(resource.type) && fileName(resource.url)) || resource.url;
+  }
+
+  function fileName(url) {
+    if (!/^https?:\/\//i.test(url)) return null;
+    try {
+      const name = new URL(url).pathname.split("/").filter(Boolean).pop();
+      return name ? decodeURIComponent(name) : null;
+    } catch (ignored) {
+      return null; // not a URL, or not valid percent-encoding: the URL as it is
+    }
+  }
+
   function hitItem(hit) {
-    const title = el("button", { type: "button", class: "title" }, hit.title || hit.url);
+    const title = el("button", { type: "button", class: "title" }, displayTitle(hit));
     title.addEventListener("click", () => openDetail(hit.id));
     const datasetsText = `${hit.datasets} dataset${hit.datasets === 1 ? "" : "s"}`;
     return el(
@@ -243,7 +287,10 @@
   function showDetail(visible) {
     $("detail").hidden = !visible;
     $("results").hidden = visible;
-    if (!visible) datasets.clearLayers();
+    if (!visible) {
+      datasets.clearLayers();
+      removePreview();
+    }
     if (visible) staleResults = false;
   }
 
@@ -263,12 +310,13 @@
       return;
     }
     for (const item of document.querySelectorAll("#hits li")) item.classList.toggle("selected", item.dataset.id === String(id));
-    $("detail-title").textContent = resource.title || resource.url;
+    $("detail-title").textContent = displayTitle(resource);
     const fields = [
       ["Type", `${resource.type}${resource.version ? " " + resource.version : ""}`],
       ["URL", link(resource.url)],
       ["Capabilities", resource.capabilities_url ? link(resource.capabilities_url) : null],
       ["Provider", resource.provider],
+      ["File", FILE_TYPES.has(resource.type) ? fileFacts(resource.extra) : null],
       ["Abstract", resource.abstract],
       ["Keywords", resource.keywords.join(", ")],
       ["Found on", resource.source_page ? link(resource.source_page) : null],
@@ -284,12 +332,18 @@
     const shown = resource.datasets.length;
     $("datasets-heading").textContent = shown === resource.datasets_total ? `Datasets (${shown})` :
       `Datasets (first ${shown} of ${resource.datasets_total})`;
+    const connectable = SERVICE_KINDS.has(resource.type);
     const rows = resource.datasets.map((d) =>
-      el("tr", null, el("td", null, String(d.position + 1)), el("td", null, d.name || ""), el("td", null, d.title || ""),
+      el("tr", null, el("td", null, String(d.position + 1)),
+        el("td", { class: "name" }, el("code", null, d.name || ""),
+          d.name && connectable ? copyButton(d.name, "Copy the name") : null),
+        el("td", null, d.title || ""),
         el("td", null, d.keywords.join(", ")),
         el("td", { class: "concepts" }, d.concepts.map((c) => conceptLabels.get(c) || c).join(", ")),
+        el("td", null, FILE_TYPES.has(resource.type) ? fileFacts(d.extra) : ""),
         el("td", null, boxText(d.footprint))));
     $("datasets").tBodies[0].replaceChildren(...rows);
+    showServiceTools(resource);
     datasets.clearLayers();
     for (const d of resource.datasets) if (d.footprint) datasets.addData(d.footprint);
     if (!resource.datasets.some((d) => d.footprint) && resource.bbox) datasets.addData(resource.bbox);
@@ -297,6 +351,147 @@
     setStatus("");
     const bounds = datasets.getBounds();
     if (bounds.isValid()) map.fitBounds(bounds, { padding: [24, 24], maxZoom: 12 });
+  }
+
+  // --- what a file holds ----------------------------------------------------------------------------------
+
+  const SIZE_UNITS = ["bytes", "KB", "MB", "GB"];
+
+  function sizeText(bytes) {
+    let value = bytes;
+    let unit = 0;
+    while (value >= 1000 && unit < SIZE_UNITS.length - 1) {
+      value /= 1000;
+      unit += 1;
+    }
+    return unit ? `${value.toFixed(1)} ${SIZE_UNITS[unit]}` : `${bytes} bytes`;
+  }
+
+  // What the detectors read of a file or of one of its datasets (KML placemarks, a shapefile's features,
+  // geometry type and CRS, a GeoTIFF's size and layout, a GeoJSON's features), as one line of text.
+  function fileFacts(extra) {
+    if (!extra || typeof extra !== "object") return "";
+    const facts = [];
+    const count = (n, word) => (Number.isInteger(n) ? `${n} ${word}${n === 1 ? "" : "s"}` : null);
+    facts.push(count(extra.features, "feature"), count(extra.placemarks, "placemark"));
+    if (typeof extra.geometry_type === "string") facts.push(extra.geometry_type);
+    if (Array.isArray(extra.geometry_types)) facts.push(extra.geometry_types.join(", "));
+    if (Number.isInteger(extra.width) && Number.isInteger(extra.height)) facts.push(`${extra.width} × ${extra.height} pixels`);
+    if (typeof extra.crs === "string") facts.push(extra.crs);
+    if (typeof extra.layout === "string") facts.push(extra.layout);
+    facts.push(count(extra.overviews, "overview"));
+    if (extra.cog_like === true) facts.push("cloud-optimised");
+    if (extra.bigtiff === true) facts.push("BigTIFF");
+    if (typeof extra.format === "string") facts.push(extra.format.toUpperCase());
+    if (Number.isInteger(extra.archive_bytes)) facts.push(sizeText(extra.archive_bytes));
+    return facts.filter((f) => f).join(" · ");
+  }
+
+  // --- services: endpoint, QGIS connection, WMS preview ------------------------------------------------------
+
+  const SERVICE_KINDS = new Set(["WMS", "WMTS", "WFS", "WCS"]); // what QGIS connects to (api/.../qgis-connection.xml)
+  const COPIED_MS = 2000;
+
+  // A button copying text to the clipboard; it says whether that worked ("Copied", or how to copy by hand).
+  function copyButton(text, label) {
+    const button = el("button", { type: "button", class: "copy", title: label, "data-copy": text }, "Copy");
+    button.addEventListener("click", () => copyText(button, text));
+    return button;
+  }
+
+  async function copyText(button, text) {
+    try {
+      await navigator.clipboard.writeText(text); // only in a secure context (https, or localhost)
+      button.textContent = "Copied";
+      button.dataset.copied = "true";
+    } catch (error) {
+      button.textContent = "Copy failed: select the text";
+      button.dataset.copied = "false";
+    }
+    setTimeout(() => {
+      button.textContent = "Copy";
+      delete button.dataset.copied;
+    }, COPIED_MS);
+  }
+
+  function showServiceTools(resource) {
+    // the address to paste elsewhere: a service's capabilities, an API's root, a file (none if not http(s))
+    const endpoint = resource.capabilities_url;
+    $("service-tools").hidden = !endpoint;
+    $("endpoint").textContent = endpoint || "";
+    $("copy-endpoint").dataset.copy = endpoint || "";
+    const connectable = SERVICE_KINDS.has(resource.type);
+    $("qgis-connection").parentElement.hidden = !connectable;
+    if (connectable) $("qgis-connection").href = `api/resources/${encodeURIComponent(resource.id)}/qgis-connection.xml`;
+    const layers = resource.type === "WMS" && endpoint ? resource.datasets.filter((d) => d.name && d.footprint) : [];
+    previewed = resource;
+    $("preview").hidden = !layers.length;
+    $("preview-layer").replaceChildren(...layers.map((d) =>
+      el("option", { value: String(d.position) }, d.title ? `${d.title} (${d.name})` : d.name)));
+    $("preview-status").textContent = "";
+  }
+
+  let previewed = null; // the resource of the detail shown
+  let preview = null; // its preview image on the map
+
+  function removePreview() {
+    if (preview) map.removeLayer(preview);
+    preview = null;
+  }
+
+  // A GetMap of one layer over its box, in EPSG:4326: WMS 1.3.0 orders its axes as the CRS defines them
+  // (latitude first), 1.1.1 and older take longitude first. The service's own parameters (map=...) are kept.
+  function getMapUrl(resource, dataset, bounds, width, height) {
+    const url = new URL(resource.url);
+    for (const key of [...url.searchParams.keys()]) {
+      if (/^(service|request|version|layers|styles|srs|crs|bbox|width|height|format|transparent)$/i.test(key)) {
+        url.searchParams.delete(key);
+      }
+    }
+    const modern = !resource.version || !/^1\.(0|1)\b/.test(resource.version);
+    const [w, s, e, n] = [bounds.getWest(), bounds.getSouth(), bounds.getEast(), bounds.getNorth()];
+    const params = {
+      SERVICE: "WMS", REQUEST: "GetMap", VERSION: modern ? "1.3.0" : "1.1.1", LAYERS: dataset.name, STYLES: "",
+      FORMAT: "image/png", TRANSPARENT: "TRUE", WIDTH: String(width), HEIGHT: String(height),
+      [modern ? "CRS" : "SRS"]: "EPSG:4326", BBOX: (modern ? [s, w, n, e] : [w, s, e, n]).join(","),
+    };
+    for (const [key, value] of Object.entries(params)) url.searchParams.set(key, value);
+    return url.toString();
+  }
+
+  const PREVIEW_PIXELS = 512; // of the image's longer side
+  const MIN_SPAN = 0.01; // degrees: a point's box is widened to this
+
+  // Loaded only when asked for: the image comes from the service's own server, which learns who looked.
+  function showPreview() {
+    const dataset = previewed.datasets.find((d) => String(d.position) === $("preview-layer").value);
+    if (!dataset) return;
+    removePreview();
+    let bounds = L.geoJSON(dataset.footprint).getBounds();
+    if (bounds.getEast() - bounds.getWest() < MIN_SPAN || bounds.getNorth() - bounds.getSouth() < MIN_SPAN) {
+      bounds = bounds.getCenter().toBounds(MIN_SPAN * 111000);
+    }
+    // the image's shape is the box's on the map (Web Mercator); over a box of a few degrees an EPSG:4326
+    // image drawn on it is off by less than a pixel, over a continent its middle is shifted a little
+    const corner = map.project(bounds.getNorthWest(), 0);
+    const other = map.project(bounds.getSouthEast(), 0);
+    const ratio = Math.max(1e-3, (other.y - corner.y) / Math.max(1e-9, other.x - corner.x));
+    const [width, height] = ratio > 1 ? [Math.max(1, Math.round(PREVIEW_PIXELS / ratio)), PREVIEW_PIXELS] :
+      [PREVIEW_PIXELS, Math.max(1, Math.round(PREVIEW_PIXELS * ratio))];
+    const url = getMapUrl(previewed, dataset, bounds, width, height);
+    preview = L.imageOverlay(url, bounds, {
+      pane: "preview", className: "wms-preview", opacity: 0.85, alt: `Preview of ${dataset.name}`,
+    });
+    const said = (text, isError) => {
+      $("preview-status").replaceChildren(text, " ", link(url, "GetMap"));
+      $("preview-status").classList.toggle("error", isError);
+    };
+    preview.on("load", () => said(`Preview of ${dataset.name}, from the service.`, false));
+    preview.on("error", () => said(`The service sent no image of ${dataset.name} (it may not answer, or refuse ` +
+      "EPSG:4326 or PNG).", true));
+    said("Loading the preview…", false);
+    preview.addTo(map);
+    map.fitBounds(bounds, { padding: [24, 24], maxZoom: 14 });
   }
 
   // --- filters ---------------------------------------------------------------------------------------------
@@ -333,7 +528,7 @@
     event.preventDefault();
     search(true);
   });
-  for (const id of ["run", "level", "concept", "in-view", "answering"]) {
+  for (const id of [...FILTERS, "in-view", "answering"]) {
     $(id).addEventListener("change", () => search(true));
   }
   $("previous").addEventListener("click", () => {
@@ -348,6 +543,9 @@
     showDetail(false);
     if (staleResults) search(true);
   });
+  $("copy-endpoint").addEventListener("click", () => copyText($("copy-endpoint"), $("copy-endpoint").dataset.copy));
+  $("show-preview").addEventListener("click", showPreview);
+  $("export-format").addEventListener("change", exportLink);
   $("without-footprint").addEventListener("click", () => {
     withoutFootprint = !withoutFootprint;
     search(true);
@@ -359,7 +557,7 @@
   });
 
   // A link into GeoHub (a run's report, a shared search) names its filters in the address:
-  // q, type (repeated), run, level, concept, answering=true, in_view=false, footprint=none, offset.
+  // q, type (repeated), run, level, concept, provider, answering=true, in_view=false, footprint=none, offset.
   function applyAddress() {
     const address = new URLSearchParams(location.search);
     if (address.has("q")) $("q").value = address.get("q");
@@ -369,7 +567,11 @@
     if (run && ![...$("run").options].some((o) => o.value === run)) $("run").append(el("option", { value: run }, run));
     const level = address.get("level");
     if (level && ![...$("level").options].some((o) => o.value === level)) $("level").append(el("option", { value: level }, level));
-    for (const id of ["run", "level", "concept"]) $(id).value = address.get(id) || "";
+    const provider = address.get("provider");
+    if (provider && ![...$("provider").options].some((o) => o.value === provider)) {
+      $("provider").append(el("option", { value: provider }, provider));
+    }
+    for (const id of FILTERS) $(id).value = address.get(id) || "";
     $("answering").checked = address.get("answering") === "true";
     $("in-view").checked = address.get("in_view") !== "false";
     withoutFootprint = address.get("footprint") === "none";

@@ -1,0 +1,82 @@
+"""The filters of a search as the routes over a search take them: the search itself, its export, its QGIS
+connections."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import Depends, Query
+
+from geoweb.geohub.query import MAX_NAME, MAX_TEXT
+
+
+def search_filters(
+    q: Annotated[
+        str,
+        Query(
+            max_length=MAX_TEXT,
+            description='Words, in web-search syntax (`"a phrase"`, `or`, `-word`), stemmed (English), '
+            "matched against titles, providers, keywords, abstracts, the names and titles of datasets, "
+            "the concepts datasets are about with their synonyms and broader concepts (`water` finds a "
+            "service of river layers), URLs, the search keyword that led to a resource and the pages that "
+            "linked to it; the last word is also a prefix (`riv` finds rivers). Results ranked by "
+            "relevance, a title or provider above an abstract or URL. An address (`data.example.org`, a "
+            "URL) matches URLs containing it. Empty: every resource, newest first.",
+        ),
+    ] = "",
+    type: Annotated[
+        list[str],
+        Query(description="Resource types (WMS, WFS, KML, ...); repeat for several. An unknown one is 422."),
+    ] = [],  # noqa: B006  (FastAPI copies defaults)
+    bbox: Annotated[
+        str | None,
+        Query(
+            max_length=200,
+            description="west,south,east,north in WGS84 degrees: resources whose box (which holds "
+            "their datasets' footprints) intersects it. West above east crosses the antimeridian. "
+            "`outside_box` and `no_footprint` say how many it left out.",
+        ),
+    ] = None,
+    run: Annotated[
+        str | None, Query(max_length=MAX_NAME, description="Only resources this run found.")
+    ] = None,
+    level: Annotated[
+        int | None,
+        Query(
+            ge=0,
+            le=1000,
+            description="Only resources first found at this link depth (in `run`, if given).",
+        ),
+    ] = None,
+    concept: Annotated[
+        str | None,
+        Query(
+            max_length=MAX_NAME,
+            description="A concept id (`/api/concepts`): resources with a dataset about it or about a "
+            "concept below it (`water_body` finds lakes and canals).",
+        ),
+    ] = None,
+    answering: Annotated[
+        bool,
+        Query(
+            description="Leave out the resources the revisits found dead (failed checks in a row); each "
+            "result's `status` says ok, failed or dead."
+        ),
+    ] = False,
+    provider: Annotated[
+        str | None,
+        Query(max_length=MAX_NAME, description="Only resources of this provider (its exact name)."),
+    ] = None,
+    footprint: Annotated[
+        Literal["none"] | None,
+        Query(description="`none`: only resources without a footprint, which no `bbox` finds."),
+    ] = None,
+) -> dict:
+    """The search's filters, as every route over a search takes them (``SearchQuery.checked``'s arguments)."""
+    return {
+        "text": q, "types": type, "bbox": bbox, "run": run, "level": level, "concept": concept,
+        "answering": answering, "provider": provider, "footprint": footprint,
+    }  # fmt: skip
+
+
+Filters = Annotated[dict, Depends(search_filters)]
