@@ -21,6 +21,7 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Redirect
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from geohub.access import geohub_user, login_url
+from geohub.catalogue import router as catalogue_router
 from geohub.harvest_db import database
 from geohub.reports import render, run_report
 from geoweb.geohub import (
@@ -278,4 +279,5 @@ def create_app() -> FastAPI:
                     cached = counted["concepts"] = (time.monotonic(), concept_counts(conn))
         return cached[1]
 
+    app.include_router(catalogue_router)
     return app
