@@ -14,7 +14,7 @@ import pytest
 
 from geoweb.harvest.crawl import crawl_shard, plan_level, start_run
 from geoweb.harvest.params import HarvestParams
-from geoweb.models import ALL_TYPES
+from geoweb.models import ALL_TYPES, Page, Resource
 from geoweb.store import Store
 from stack import catalogue as stack_catalogue
 from stack import supervisor
@@ -26,6 +26,12 @@ from tests.integration.conftest import testweb  # noqa: F401  (the session fixtu
 # The test web's servers the catalogue tests read: each kind of OGC service, files, an OGC API (manifest types)
 CRAWLED_TYPES = {"WMS", "WFS", "WCS", "WMTS", "WPS", "SOS", "CSW", "KML", "SHAPEFILE", "GEOTIFF", "OGCAPI-FEATURES"}  # fmt: skip
 CRAWL_RUN = "catalogue-crawl"
+# What a JSON source may send and XML cannot hold, with pycsw's separators in its URL: one bad record must not
+# fail an answer
+CONTROL = Resource(
+    url="http://api.example/a,b^c/collections", type="OGCAPI-FEATURES", title="Control\x01 characters\x0b",
+    abstract="from\x1f JSON", keywords=["a, b", "c\x02"], bbox=(20.0, 50.0, 21.0, 51.0),
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,7 @@ def catalogue_dsn(postgis_database, testweb) -> Iterator[str]:  # noqa: F811
         with Store(dsn) as store:
             store.migrate()
             crawl(store, sorted({r["url"] for r in crawled(testweb)}))
+            store.frontier.commit_pages(CRAWL_RUN, [Page(CONTROL.url, None, 0, [CONTROL])], 1, keyword_of={})
         data.load(dsn)
         yield dsn
 

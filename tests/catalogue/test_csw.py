@@ -131,6 +131,12 @@ def test_a_record_by_id_and_hostile_words_as_text(csw):
     assert record.title == data.HOSTILE_TITLE and record.abstract == data.HOSTILE_ABSTRACT
     csw.getrecordbyid([identifier], esn="full")
     assert csw.records[identifier].title == data.HOSTILE_TITLE
+    [control] = records(csw, fes.PropertyIsLike("csw:AnyText", "control characters")).values()
+    assert (control.title, control.abstract, control.subjects) == (
+        "Control characters",
+        "from JSON",
+        ["a  b", "c"],
+    )
 
 
 def test_each_crawled_service_links_to_capabilities_its_client_reads(csw, testweb, catalogue_dsn):
