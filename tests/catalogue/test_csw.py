@@ -10,7 +10,8 @@ from owslib.csw import CatalogueServiceWeb
 from owslib.wfs import WebFeatureService
 from owslib.wms import WebMapService
 
-from geoweb.models import FILE_TYPES
+from geoweb.models import FILE_TYPES, Page, Resource
+from geoweb.store import Store
 from tests.catalogue.conftest import CRAWL_RUN, crawled
 from tests.geohub import data
 
@@ -177,3 +178,19 @@ def test_a_transaction_is_refused_and_changes_nothing(catalogue, auth, csw):
     assert "ExceptionReport" in answer.text and "TransactionSummary" not in answer.text
     csw.getrecords2(esn="brief", maxrecords=1)
     assert csw.results["matches"] == before
+
+
+def test_what_a_harvest_loads_or_removes_is_in_the_catalogue_at_once(csw, catalogue_dsn):
+    fresh = Resource(
+        url="http://fresh.example/wms", type="WMS", title="Freshly harvested glaciers", bbox=(8, 46, 9, 47)
+    )
+    text = fes.PropertyIsLike("csw:AnyText", "freshly harvested glaciers")
+    assert records(csw, text) == {}
+    with Store(catalogue_dsn) as store:
+        store.frontier.commit_pages(CRAWL_RUN, [Page(fresh.url, None, 0, [fresh])], 1, keyword_of={})
+        try:
+            assert titles(records(csw, text)) == {fresh.title}
+        finally:
+            with store.conn, store.conn.cursor() as cur:
+                cur.execute("DELETE FROM resources WHERE url = %s", (fresh.url,))
+    assert records(csw, text) == {}
