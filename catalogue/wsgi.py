@@ -15,6 +15,13 @@ from pycsw.server import Csw
 
 HERE = Path(__file__).parent
 PYCSW_CONFIG = str(HERE / "pycsw.cfg")
+SETTINGS = ("GEOWEB_CATALOGUE_DB", "GEOWEB_CATALOGUE_URL", "GEOWEB_CATALOGUE_PORT", "PYGEOAPI_OPENAPI")
+
+missing = [name for name in SETTINGS if not os.environ.get(name)]
+if missing:  # pycsw would advertise "${GEOWEB_CATALOGUE_URL}" and fail only at the first query
+    raise RuntimeError(
+        f"the catalogue needs the environment variables {', '.join(missing)} (docs/catalogue.md)"
+    )
 os.environ["PYGEOAPI_CONFIG"] = str(HERE / "pygeoapi.yml")
 
 
