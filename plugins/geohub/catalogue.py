@@ -10,6 +10,7 @@ cookies or token; only the status and the content type come back.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 from typing import Annotated, Any
@@ -49,18 +50,17 @@ router = APIRouter(include_in_schema=False)
 
 async def _body(request: Request, limit: int) -> bytes:
     """The request's body, refused with 413 past ``limit`` bytes (announced or streamed)."""
+    too_large = HTTPException(
+        status.HTTP_413_CONTENT_TOO_LARGE, f"a catalogue request is at most {limit} bytes"
+    )
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit:
-        raise HTTPException(
-            status.HTTP_413_CONTENT_TOO_LARGE, f"a catalogue request is at most {limit} bytes"
-        )
+        raise too_large
     body = bytearray()
     async for chunk in request.stream():
         body += chunk
         if len(body) > limit:
-            raise HTTPException(
-                status.HTTP_413_CONTENT_TOO_LARGE, f"a catalogue request is at most {limit} bytes"
-            )
+            raise too_large
     return bytes(body)
 
 
@@ -77,6 +77,7 @@ async def forward(request: Request, path: str) -> Response:
     limit = config.catalogue_max_response_bytes
     try:
         async with (
+            asyncio.timeout(config.catalogue_timeout),  # the whole exchange; httpx's is per read
             httpx.AsyncClient(timeout=config.catalogue_timeout, trust_env=False) as client,
             client.stream(request.method, url, content=body, headers=headers) as answer,
         ):
@@ -86,7 +87,7 @@ async def forward(request: Request, path: str) -> Response:
                 if len(content) > limit:
                     log.error("catalogue %s: the answer exceeds %d bytes", path, limit)
                     raise HTTPException(status.HTTP_502_BAD_GATEWAY, "the catalogue's answer is too large")
-    except httpx.TimeoutException:
+    except (TimeoutError, httpx.TimeoutException):
         log.error("catalogue %s: no answer within %.0f s", path, config.catalogue_timeout)
         raise HTTPException(status.HTTP_504_GATEWAY_TIMEOUT, "the catalogue did not answer in time") from None
     except httpx.HTTPError as exc:

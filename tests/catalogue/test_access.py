@@ -73,7 +73,8 @@ class Recorder(BaseHTTPRequestHandler):
 
     seen: list[dict[str, str]] = []
     body = b"<ok/>"
-    delay = 0.0
+    delay = 0.0  # seconds before the answer
+    drip = 0.0  # seconds between two bytes of the body
 
     def do_GET(self):
         Recorder.seen.append(dict(self.headers))
@@ -84,7 +85,11 @@ class Recorder(BaseHTTPRequestHandler):
         self.send_header("X-Internal", "secret")
         self.send_header("Content-Length", str(len(Recorder.body)))
         self.end_headers()
-        self.wfile.write(Recorder.body)
+        step = 1 if Recorder.drip else max(len(Recorder.body), 1)
+        for start in range(0, len(Recorder.body), step):
+            self.wfile.write(Recorder.body[start : start + step])
+            self.wfile.flush()
+            time.sleep(Recorder.drip)
 
     def log_message(self, *args):
         pass
@@ -93,7 +98,7 @@ class Recorder(BaseHTTPRequestHandler):
 @pytest.fixture
 def recorder() -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
-    Recorder.seen, Recorder.body, Recorder.delay = [], b"<ok/>", 0.0
+    Recorder.seen, Recorder.body, Recorder.delay, Recorder.drip = [], b"<ok/>", 0.0, 0.0
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
@@ -121,6 +126,8 @@ def test_an_answer_too_large_or_too_slow_is_a_gateway_error(public, recorder):
     assert public(recorder, catalogue_max_response_bytes="4096").get("/csw").status_code == 502
     Recorder.body, Recorder.delay = b"<ok/>", 2.0
     assert public(recorder, catalogue_timeout="0.5").get("/csw").status_code == 504
+    Recorder.body, Recorder.delay, Recorder.drip = b"x" * 10, 0.0, 0.2  # each byte in time, not the whole
+    assert public(recorder, catalogue_timeout="1").get("/csw").status_code == 504
 
 
 def test_a_catalogue_that_is_down_is_a_502_with_a_message(public):
