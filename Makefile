@@ -26,5 +26,6 @@ bench: setup
 	$(PY) bench/bench_bloom.py
 	$(PY) -m bench.bench_dedup
 	$(PY) -m bench.bench_search
+	$(PY) -m bench.bench_catalogue
 	$(PY) -m stack start
 	$(PY) -m bench.bench_workers

@@ -203,11 +203,11 @@ def counts(dsn: str) -> tuple[int, int] | None:
         return None
 
 
-def generate(resources: int) -> float:
-    """Creates the scratch database, migrates it and fills it; returns the seconds it took."""
+def generate(resources: int, name: str = SCRATCH) -> float:
+    """Creates the scratch database (or ``name``), migrates it and fills it; returns the seconds it took."""
     started = time.monotonic()
-    drop()
-    dsn = stack_postgres.create_postgis_database(SCRATCH)
+    stack_postgres.drop_database(name)
+    dsn = stack_postgres.create_postgis_database(name)
     with Store(dsn) as store:
         store.migrate()
     params = {"seed": SEED, "terms": TERMS, "syllables": _SYLLABLES, "resources": resources,
@@ -218,7 +218,7 @@ def generate(resources: int) -> float:
         )
         execute_values(cur, "INSERT INTO truth VALUES %s", truth(resources), page_size=10_000)
         cur.execute(GENERATE, params)
-    with stack_postgres.superuser(SCRATCH) as cur:
+    with stack_postgres.superuser(name) as cur:
         cur.execute("VACUUM ANALYZE")
     return time.monotonic() - started
 

@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The local test web installs its own servers (testweb/setup.sh, called last).
+# The catalogue and the local test web install their own servers in their own venvs (catalogue/setup.sh,
+# testweb/setup.sh, called last).
 APT_PACKAGES=(
   python3 python3-venv  # Python 3.11 on Debian 12; the lock is for 3.11
   nginx-light  # serves the synthetic web of the crawl benchmark
@@ -34,4 +35,5 @@ if [[ ! -x .venv/bin/python || "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
   echo "$want" >"$stamp"
 fi
 
+bash catalogue/setup.sh
 bash testweb/setup.sh

@@ -7,9 +7,11 @@ import argparse
 import sys
 import time
 
-from stack import airflow, postgres, redis, workers
+from stack import airflow, catalogue, postgres, redis, workers
 
-COMPONENTS = {"postgres": postgres, "redis": redis, "airflow": airflow, "workers": workers}
+COMPONENTS = {
+    "postgres": postgres, "redis": redis, "catalogue": catalogue, "airflow": airflow, "workers": workers
+}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from geoweb_airflow import CRAWL_POOL
-from stack import postgres, redis, supervisor
+from stack import catalogue, postgres, redis, supervisor
 from stack.airflow_api import ADMIN, PASSWORDS_FILE, AirflowClient, AirflowError
 from stack.layout import (
     AIRFLOW_DB,
@@ -75,6 +75,8 @@ def environment() -> dict[str, str]:
         # per-host politeness shared by every task of every DAG: Redis database 2, apart from the tests' 0
         # and the broker's 1
         "GEOWEB_HOST_LEASES": f"redis://127.0.0.1:{REDIS_PORT}/2",
+        # GeoHub forwards /geohub/csw and /geohub/records to the catalogue's process (stack/catalogue.py)
+        "GEOWEB_CATALOGUE_UPSTREAM": catalogue.URL,
     }
 
 

@@ -18,6 +18,7 @@ from geoweb.harvest.params import ALLOWED_HOSTS_VARIABLE, CATALOGUES_VARIABLE, S
 from geoweb.store import Store
 from stack.airflow import MAIN_DAG
 from stack.airflow_api import ADMIN, AirflowClient, AirflowError, admin_password
+from stack.catalogue import PUBLIC_URL as CATALOGUE
 from stack.layout import API_URL, GEOWEB_DB, REPO
 from testweb import catalogue
 
@@ -92,6 +93,9 @@ Where to look (everything keeps running):
                trigger a harvest: DAG geoweb_crawl, Trigger, fill Seeds (and Allowed Hosts), Trigger
                geoweb_catalogues harvests the local pycsw daily once unpaused (Variables set above)
   GeoHub       {API_URL}/geohub   (search what was found; also in the UI's navigation)
+  Catalogue    {CATALOGUE}/csw       CSW 2.0.2 (QGIS MetaSearch: Web > MetaSearch > New)
+               {CATALOGUE}/records   OGC API - Records
+               both behind the Airflow login (docs/catalogue.md: GEOWEB_CATALOGUE_PUBLIC=yes opens them)
   PostGIS      psql {GEOWEB_DB}   (tables resources, datasets, crawl_runs, crawl_levels)
   logs         var/stack/logs (services), var/stack/airflow/logs (tasks), var/testweb/logs (test web)
   stop it all  make stop""")

@@ -26,3 +26,4 @@ AIRFLOW_HOME = VAR / "airflow"
 API_PORT = 8080  # the Airflow UI and REST API
 API_URL = f"http://127.0.0.1:{API_PORT}"
 SCHEDULER_HEALTH_PORT = 8974
+CATALOGUE_PORT = 8090  # pycsw and pygeoapi; GeoHub forwards /geohub/csw and /geohub/records to it

@@ -11,13 +11,4 @@ lock="$repo/testweb/requirements.txt"
 bash "$repo/scripts/apt-ensure.sh" cgi-mapserver mapserver-bin lighttpd fcgiwrap gdal-bin
 # Debian enables lighttpd as a system service on install; the test web runs its own instance on its ports.
 
-stamp="$venv/.lock.sha256"
-want="$(sha256sum "$lock" | cut -d' ' -f1)"
-if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
-    echo ".venv-testweb is up to date"
-    exit 0
-fi
-[[ -x "$venv/bin/python" ]] || uv venv -q --python 3.11 "$venv"
-uv pip install -q --python "$venv/bin/python" -r "$lock"
-echo "$want" > "$stamp"
-echo ".venv-testweb installed from testweb/requirements.txt"
+bash "$repo/scripts/venv-ensure.sh" "$venv" "$lock"

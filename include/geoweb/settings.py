@@ -112,6 +112,12 @@ class Settings:
     # (reason lease_store) rather than go out unbounded by the other processes' requests.
     host_leases: str = ""
     host_lease_margin: float = 30.0  # a lease lives total_timeout plus this: a killed holder frees it then
+    # --- the catalogue (docs/catalogue.md): CSW and OGC API - Records at /geohub/csw and /geohub/records ---
+    catalogue_public: bool = False  # yes: anyone may read it; no: only users logged in to Airflow, as GeoHub
+    catalogue_upstream: str = "http://127.0.0.1:8090"  # the catalogue's own process, which GeoHub forwards to
+    catalogue_timeout: float = 60.0  # seconds a catalogue answer may take, connecting to its last byte
+    catalogue_max_request_bytes: int = 1 * MB  # a CSW POST body; larger is refused with 413
+    catalogue_max_response_bytes: int = 50 * MB  # an answer (at most 100 full records); larger is a 502
 
     # --- exports (GeoHub's export of a search) ---
     # Resources one export of a search holds at most (with all their datasets): the file is written to a
@@ -157,6 +163,7 @@ _POSITIVE = frozenset({
     "max_memory_bytes", "validation_workers", "validation_timeout", "validation_memory_bytes",
     "revisit_initial_interval", "revisit_min_interval", "revisit_max_interval", "revisit_dead_after",
     "export_max_resources",
+    "catalogue_timeout", "catalogue_max_request_bytes", "catalogue_max_response_bytes",
 })  # fmt: skip
 _RANGES = {
     "link_budget": (lambda v: 0 < v <= 1, "a link budget is a fraction in (0, 1]"),

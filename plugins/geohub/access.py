@@ -14,11 +14,11 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 VIEW = "GeoHub"  # the custom view's name in the auth manager's permissions
 
-_bearer = HTTPBearer(auto_error=False, description="A token from Airflow's POST /auth/token")
+bearer = HTTPBearer(auto_error=False, description="A token from Airflow's POST /auth/token")
 
 
 async def geohub_user(
-    request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+    request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 ) -> Any:
     """The Airflow user of the request: 401 without a valid token, 403 when not allowed to see GeoHub."""
     from airflow.api_fastapi.app import get_auth_manager

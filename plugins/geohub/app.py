@@ -21,6 +21,7 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Redirect
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from geohub.access import geohub_user, login_url
+from geohub.catalogue import router as catalogue_router
 from geohub.downloads import downloads_router
 from geohub.filters import Filters
 from geohub.harvest_db import database
@@ -222,4 +223,5 @@ def create_app() -> FastAPI:
         return cached[1]
 
     app.include_router(downloads_router(Settings.from_env().export_max_resources))
+    app.include_router(catalogue_router)
     return app

@@ -1,5 +1,5 @@
-"""The real stack for end-to-end tests: PostgreSQL with PostGIS, Redis, Airflow with the CeleryExecutor and
-two Celery workers (``python -m stack``), and the local test web.
+"""The real stack for end-to-end tests: PostgreSQL with PostGIS, Redis, the catalogue, Airflow with the
+CeleryExecutor and two Celery workers (``python -m stack``), and the local test web.
 
 ``stack`` starts each component that is not running and stops, at the end, only those it started; it yields
 a REST client of the API server. ``testweb`` is the integration tests' fixture.
@@ -12,14 +12,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from stack import airflow, postgres, redis, workers
+from stack import airflow, catalogue, postgres, redis, workers
 from stack.airflow_api import ADMIN, AirflowClient, admin_password
 from stack.layout import API_URL, PG_BIN
 from tests.e2e.airflow_ui import AirflowUI
 from tests.geohub.browser import BINARY, Chromium
 from tests.integration.conftest import testweb  # noqa: F401  (the session fixture, shared)
 
-COMPONENTS = (postgres, redis, airflow, workers)  # in start order
+COMPONENTS = (postgres, redis, catalogue, airflow, workers)  # in start order
 
 
 @pytest.fixture(scope="session")

@@ -50,30 +50,37 @@ class GeoHubServer:
         return response.json()["access_token"]
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
 @contextmanager
-def geohub_server(harvest_dsn: str, home: Path) -> Iterator[GeoHubServer]:
-    """An API server searching ``harvest_dsn``, its files in ``home``; stopped on leaving. PostgreSQL must be
-    running; Airflow's metadata database is created or upgraded if needed."""
+def geohub_server(
+    harvest_dsn: str, home: Path, port: int | None = None, env: dict[str, str] | None = None
+) -> Iterator[GeoHubServer]:
+    """An API server searching ``harvest_dsn``, its files in ``home``, on ``port`` (default: a free one),
+    with ``env`` added to its environment; stopped on leaving. PostgreSQL must be running; Airflow's
+    metadata database is created or upgraded if needed."""
     password = secrets.token_urlsafe(12)
     passwords = home / "passwords.json"
     passwords.write_text(json.dumps({"admin": password}))
-    port = _free_port()
+    port = port or free_port()
     base_url = f"http://127.0.0.1:{port}"
-    env = stack_airflow.environment() | {
-        "AIRFLOW_HOME": str(home),
-        "AIRFLOW__API__PORT": str(port),
-        "AIRFLOW__API__WORKERS": "1",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
-        "AIRFLOW__CORE__LAZY_LOAD_PLUGINS": "False",  # a plugin that fails to import fails the start
-        "AIRFLOW_CONN_GEOWEB_DB": harvest_dsn,
-    }
+    env = (
+        stack_airflow.environment()
+        | {
+            "AIRFLOW_HOME": str(home),
+            "AIRFLOW__API__PORT": str(port),
+            "AIRFLOW__API__WORKERS": "1",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
+            "AIRFLOW__CORE__LAZY_LOAD_PLUGINS": "False",  # a plugin that fails to import fails the start
+            "AIRFLOW_CONN_GEOWEB_DB": harvest_dsn,
+        }
+        | (env or {})
+    )
     service = Service(
         "geohub-api-server", (str(stack_airflow.AIRFLOW_BIN), "api-server"), (f"{base_url}/api/v2/monitor/health",),
         env, run_dir=home, log_dir=home, stop_timeout=15,

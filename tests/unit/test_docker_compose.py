@@ -10,7 +10,7 @@ import subprocess
 import pytest
 import yaml
 
-from stack import airflow
+from stack import airflow, catalogue
 from stack.layout import REPO
 
 DOCKER = REPO / "docker"
@@ -79,3 +79,11 @@ def test_the_init_sets_the_stack_pool():
     name, slots, _ = airflow.POOL
     init = (DOCKER / "airflow-init.sh").read_text()
     assert re.search(rf"^airflow pools set {name} {slots} ", init, re.MULTILINE)
+
+
+def test_the_catalogue_has_the_stack_settings_and_no_published_port():
+    service = compose()["services"]["catalogue"]
+    # the image sets the port and where the OpenAPI document goes
+    expected = set(catalogue.environment("", "", 0, "")) - {"GEOWEB_CATALOGUE_PORT", "PYGEOAPI_OPENAPI"}
+    assert expected <= set(service["environment"])
+    assert "ports" not in service  # only GeoHub, in the API server, reaches it

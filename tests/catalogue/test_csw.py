@@ -1,0 +1,196 @@
+"""CSW 2.0.2 through GeoHub's /geohub/csw, read with OWSLib's client (the library QGIS MetaSearch uses): what
+the harvest holds, found by text, box and type, paged, and each service's link leading to its capabilities."""
+
+from __future__ import annotations
+
+import psycopg2
+import pytest
+from owslib import fes
+from owslib.csw import CatalogueServiceWeb
+from owslib.wfs import WebFeatureService
+from owslib.wms import WebMapService
+
+from geoweb.models import FILE_TYPES, Page, Resource
+from geoweb.store import Store
+from tests.catalogue.conftest import CRAWL_RUN, crawled
+from tests.geohub import data
+
+pytestmark = pytest.mark.testweb
+
+EPSG_4326 = "urn:ogc:def:crs:EPSG::4326"  # latitude first, as CSW 2.0.2 boxes in EPSG:4326 are
+
+
+@pytest.fixture(scope="module")
+def csw(catalogue, auth) -> CatalogueServiceWeb:
+    return CatalogueServiceWeb(catalogue.csw, headers=auth, timeout=60)
+
+
+def records(csw: CatalogueServiceWeb, *constraints, maxrecords: int = 100) -> dict:
+    """Every record matching the constraints (ANDed), by identifier: one page of up to ``maxrecords``."""
+    found = fes.And(list(constraints)) if len(constraints) > 1 else constraints[0]
+    csw.getrecords2(constraints=[found] if constraints else [], esn="full", maxrecords=maxrecords)
+    assert csw.results["matches"] == csw.results["returned"] == len(csw.records)
+    return dict(csw.records)
+
+
+def titles(found: dict) -> set[str]:
+    return {r.title for r in found.values()}
+
+
+def stored(dsn: str, sql: str, *args) -> list[tuple]:
+    with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
+        cur.execute(sql, args)
+        return cur.fetchall()
+
+
+def test_the_capabilities_name_the_public_address_and_offer_no_transaction(csw, catalogue):
+    assert csw.identification.title == "GeoWeb Harvester catalogue"
+    operations = {op.name: op for op in csw.operations}
+    assert "Transaction" not in operations and "Harvest" not in operations
+    assert {m["url"] for m in operations["GetRecords"].methods} == {catalogue.csw}
+
+
+def test_every_discovered_resource_is_one_record_with_its_type_and_link(csw, catalogue_dsn):
+    expected = {
+        f"urn:geoweb:resource:{id_}": (type_, url)
+        for id_, type_, url in stored(catalogue_dsn, "SELECT id, type, url FROM resources")
+    }
+    csw.getrecords2(esn="full", maxrecords=1)
+    assert csw.results["matches"] == len(expected)
+    found = {}
+    for start in range(1, len(expected) + 1, 100):
+        csw.getrecords2(esn="full", maxrecords=100, startposition=start)
+        found |= csw.records
+    assert found.keys() == expected.keys()
+    for identifier, record in found.items():
+        type_, url = expected[identifier]
+        assert record.format == type_
+        assert record.type == ("dataset" if type_ in FILE_TYPES else "service")
+        assert [ref["url"] for ref in record.references] == [url.replace(",", "%2C").replace("^", "%5E")]
+
+
+def test_text_finds_titles_providers_and_concepts_stemmed(csw):
+    water = titles(records(csw, fes.PropertyIsLike("csw:AnyText", "%water%")))
+    # the provider's name, and a base map whose only water is its dataset's concept (river)
+    assert {data.GAUGES.title, data.DIKES.title, data.VALAIS.title, data.RIVERS.title} <= water
+    assert data.PARCELS.title not in water and data.ZERMATT_TITLE.title not in water
+    assert data.RIVERS.title in titles(records(csw, fes.PropertyIsLike("csw:AnyText", "reservoir")))
+
+
+def intersecting(dsn: str, west: float, south: float, east: float, north: float) -> set[str]:
+    """The titles of the resources whose stored box PostGIS finds intersecting the box."""
+    found = stored(dsn, "SELECT coalesce(title, url) FROM resources "
+                   "WHERE ST_Intersects(bbox, ST_MakeEnvelope(%s, %s, %s, %s, 4326))", west, south, east, north)  # fmt: skip
+    return {title for (title,) in found}
+
+
+def test_a_box_finds_what_it_intersects_across_the_antimeridian_too(csw, catalogue_dsn):
+    bern = titles(records(csw, fes.BBox([46.9, 7.3, 47.0, 7.5], crs=EPSG_4326)))
+    assert bern == intersecting(catalogue_dsn, 7.3, 46.9, 7.5, 47.0)
+    assert data.PARCELS.title in bern and data.RIVERS.title not in bern and data.STATIONS.title not in bern
+    fiji = titles(records(csw, fes.BBox([-18.0, 178.0, -17.0, 179.0], crs=EPSG_4326)))
+    assert fiji == intersecting(catalogue_dsn, 178.0, -18.0, 179.0, -17.0)
+    assert data.ISLANDS.title in fiji and data.RIVERS.title not in fiji
+    record = next(iter(records(csw, fes.PropertyIsEqualTo("dc:title", data.PARCELS.title)).values()))
+    box = record.bbox
+    assert (float(box.minx), float(box.miny), float(box.maxx), float(box.maxy)) == pytest.approx(
+        (7.3, 46.9, 7.5, 47.0)  # sent latitude first (EPSG:4326's axis order); OWSLib reads it back as x, y
+    )
+
+
+def test_type_and_format_queries(csw, catalogue_dsn):
+    files = records(csw, fes.PropertyIsEqualTo("dc:type", "dataset"))
+    assert {r.format for r in files.values()} <= set(FILE_TYPES)
+    [(count,)] = stored(
+        catalogue_dsn, "SELECT count(*) FROM resources WHERE type = ANY(%s)", list(FILE_TYPES)
+    )
+    assert len(files) == count
+    wms = records(csw, fes.PropertyIsEqualTo("dc:format", "WMS"), fes.PropertyIsLike("csw:AnyText", "alpine"))
+    assert titles(wms) == {r.title for r in data.ALPINE}
+    assert all(r.type == "service" for r in wms.values())
+
+
+def test_pages_of_a_query_cover_its_matches_once(csw):
+    text = fes.And([fes.PropertyIsEqualTo("dc:format", "WMS"), fes.PropertyIsLike("csw:AnyText", "%alpine%")])
+    seen, start = [], 1
+    while start:
+        csw.getrecords2(constraints=[text], esn="brief", maxrecords=10, startposition=start)
+        assert csw.results["matches"] == len(data.ALPINE)
+        seen += list(csw.records)
+        start = csw.results["nextrecord"] or 0
+    assert len(seen) == len(set(seen)) == len(data.ALPINE)
+    ordered = fes.SortBy([fes.SortProperty("dc:title", "ASC")])
+    csw.getrecords2(constraints=[text], esn="brief", maxrecords=5, startposition=6, sortby=ordered)
+    assert [r.title for r in csw.records.values()] == sorted(r.title for r in data.ALPINE)[5:10]
+
+
+def test_a_record_by_id_and_hostile_words_as_text(csw):
+    hostile = records(
+        csw, fes.PropertyIsEqualTo("dc:format", "KML"), fes.PropertyIsLike("csw:AnyText", "flood")
+    )
+    identifier, record = next(iter(hostile.items()))
+    assert record.title == data.HOSTILE_TITLE and record.abstract == data.HOSTILE_ABSTRACT
+    csw.getrecordbyid([identifier], esn="full")
+    assert csw.records[identifier].title == data.HOSTILE_TITLE
+    [control] = records(csw, fes.PropertyIsLike("csw:AnyText", "control characters")).values()
+    assert (control.title, control.abstract, control.subjects) == (
+        "Control characters",
+        "from JSON",
+        ["a  b", "c"],
+    )
+
+
+def test_each_crawled_service_links_to_capabilities_its_client_reads(csw, testweb, catalogue_dsn):
+    """Follow the OGC:WMS and OGC:WFS links of the test web's services to the real servers."""
+    clients = {
+        "WMS": lambda url: WebMapService(url, version="1.3.0"),
+        "WFS": lambda url: WebFeatureService(url),
+    }
+    loaded = stored(catalogue_dsn, "SELECT r.url, r.type FROM resources r JOIN run_resources rr "
+                    "ON rr.resource_id = r.id WHERE rr.run_id = %s", CRAWL_RUN)  # fmt: skip
+    assert {(r["url"], r["type"]) for r in crawled(testweb)} <= set(loaded)
+    followed = 0
+    for kind, client in clients.items():
+        for record in records(csw, fes.PropertyIsEqualTo("dc:format", kind)).values():
+            (link,) = record.references
+            assert link["scheme"] == f"OGC:{kind}"
+            if not link["url"].startswith("http://127.0.0.1:"):
+                continue  # GeoHub's made-up sites
+            service = client(link["url"])
+            assert service.identification.type.upper().endswith(kind)
+            assert list(service.contents), f"{kind} {link['url']} lists nothing"
+            followed += 1
+    assert followed >= 4
+
+
+def test_a_transaction_is_refused_and_changes_nothing(catalogue, auth, csw):
+    csw.getrecords2(esn="brief", maxrecords=1)
+    before = csw.results["matches"]
+    delete = (
+        '<csw:Transaction xmlns:csw="http://www.opengis.net/cat/csw/2.0.2" xmlns:ogc="http://www.opengis.net/ogc"'
+        ' service="CSW" version="2.0.2"><csw:Delete><csw:Constraint version="1.1.0"><ogc:Filter>'
+        "<ogc:PropertyIsLike wildCard='%' singleChar='_' escapeChar='\\'><ogc:PropertyName>dc:title"
+        "</ogc:PropertyName><ogc:Literal>%</ogc:Literal></ogc:PropertyIsLike></ogc:Filter></csw:Constraint>"
+        "</csw:Delete></csw:Transaction>"
+    )
+    session = catalogue.geohub.session()
+    answer = session.post(catalogue.csw, data=delete, headers={**auth, "Content-Type": "application/xml"})
+    assert "ExceptionReport" in answer.text and "TransactionSummary" not in answer.text
+    csw.getrecords2(esn="brief", maxrecords=1)
+    assert csw.results["matches"] == before
+
+
+def test_what_a_harvest_loads_or_removes_is_in_the_catalogue_at_once(csw, catalogue_dsn):
+    fresh = Resource(
+        url="http://fresh.example/wms", type="WMS", title="Freshly harvested glaciers", bbox=(8, 46, 9, 47)
+    )
+    text = fes.PropertyIsLike("csw:AnyText", "freshly harvested glaciers")
+    assert records(csw, text) == {}
+    with Store(catalogue_dsn) as store:
+        store.frontier.commit_pages(CRAWL_RUN, [Page(fresh.url, None, 0, [fresh])], 1, keyword_of={})
+        try:
+            assert titles(records(csw, text)) == {fresh.title}
+        finally:
+            with store.conn, store.conn.cursor() as cur:
+                cur.execute("DELETE FROM resources WHERE url = %s", (fresh.url,))
+    assert records(csw, text) == {}
