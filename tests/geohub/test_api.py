@@ -148,6 +148,7 @@ def test_the_answer_counts_its_matches_and_what_the_box_left_out(get):
     assert page["outside_box"] >= 1  # the rivers of Taiwan
     assert page["no_footprint"] == 0
     facets = page["facets"]
+    assert page["facets_estimated"] is False  # counted exactly: few matches
     assert sum(f["resources"] for f in facets["type"]) == page["total"]
     assert {"value": data.AUTHORITY, "resources": 2} in facets["provider"]
     assert {c["id"] for c in facets["concept"]} >= {"hydrography", "river", "lake"}
