@@ -36,23 +36,26 @@ WORLD: Box = (-180.0, -90.0, 180.0, 90.0)
 # stays exact: counting 100,000 matches by five facets takes longer than a whole search may (bench/README.md).
 EXACT_FACETS = 10_000
 
-# The page and the numbers of the whole answer in one statement, from one read of the matches (in the box,
-# when there is one). A text search reads them from `resources`, whose rows hold the documents it ranks, and
-# finds them all first (MATERIALIZED: it ranks every match anyway, and else the planner may probe the other
-# filters in rank order, match after match). Without text they come from the narrow `search_rows`
-# (migration 0013) and are not materialized, so that each use takes its own path: the page stops after its
-# rows newest first, the counts scan the narrow rows. The total and the facets count the matches; the
-# matches of every filter but the box are only counted, all of them and those without a footprint, so that
-# the answer can say how many the box left out and how many no box can find. A resource's level is that of
-# its first sighting, or in the run searched (as the level filter reads it); its concepts are `about`, each
-# concept with every concept above it. The page's rows come as one JSON array, each with the result's
-# dataset count, footprint (its box, else the extent of its datasets) and most frequent concepts.
+# The page and the numbers of the whole answer in one statement, from one read of the candidates (the
+# matches of every filter but the box), each marked in the box or not. A text search reads them from
+# `resources`, whose rows hold the documents it ranks, and finds them all first (MATERIALIZED: it ranks
+# every match anyway, and else the planner may probe the other filters in rank order, match after match).
+# Without text they come from the narrow `search_rows` (migration 0013) and are not materialized, so that
+# each use takes its own path: the page stops after its rows newest first, the box uses its GIST index, the
+# counts scan the narrow rows. The total and the facets count the matches (in the box); the candidates are
+# only counted, all of them and those without a footprint, so that the answer can say how many the box left
+# out and how many no box can find. A resource's level is that of its first sighting, or in the run searched
+# (as the level filter reads it); its concepts are `about`, each concept with every concept above it. The
+# page's rows come as one JSON array, each with the result's dataset count, footprint (its box, else the
+# extent of its datasets) and most frequent concepts.
 _SEARCH = f"""
-WITH matches AS {{materialized}} (
+WITH candidates AS {{materialized}} (
     SELECT r.id, {{rank}} AS rank, r.type, r.provider, r.last_status, r.about, {{level}} AS level,
-           r.bbox IS NULL AS no_footprint
+           r.bbox IS NULL AS no_footprint, {{in_box}} AS in_box
     FROM {{source}}
-    WHERE {{where}} AND {{in_box}}
+    WHERE {{where}}
+), matches AS NOT MATERIALIZED (
+    SELECT * FROM candidates WHERE in_box
 ), total AS (
     SELECT count(*) AS n FROM matches
 ), counted AS MATERIALIZED (
@@ -138,8 +141,7 @@ def _filters(query: SearchQuery) -> tuple[list[str], dict]:
 
 def _in_box(query: SearchQuery) -> tuple[str, dict]:
     """The condition of the box (two across the antimeridian), TRUE without one, and its parameters. The
-    whole world is every footprint, which the narrow `search_rows_no_footprint` index answers without
-    testing each box."""
+    whole world meets every footprint: no box is tested then."""
     if query.bbox is None:
         return "TRUE", {}
     if query.boxes() == [WORLD]:
@@ -149,8 +151,8 @@ def _in_box(query: SearchQuery) -> tuple[str, dict]:
 
 
 def search_statement(query: SearchQuery, exact_facets: int = EXACT_FACETS) -> tuple[str, dict]:
-    """The statement and parameters of a search: one row of the total; the matches of every filter but the
-    box (NULL without a box) and those of them without a footprint, as an array of two; the type, provider,
+    """The statement and parameters of a search: one row of the total; the candidates, matches of every
+    filter but the box (NULL without a box), and those of them without a footprint, as an array of two; the type, provider,
     concept, level and status facets as arrays of [value, count] (estimated above ``exact_facets`` matches); and
     the page of results as a JSON array of rows, one row more than the page (so the caller knows whether
     another page follows)."""
@@ -165,11 +167,9 @@ def search_statement(query: SearchQuery, exact_facets: int = EXACT_FACETS) -> tu
         order, outer, materialized = "rank DESC, id DESC", "page.rank DESC, r.id DESC", "MATERIALIZED"
     # without a box, the matches without a footprint are among the matches
     unboxed = "ARRAY[NULL, (SELECT count(*) FROM matches WHERE no_footprint)]"
-    if query.bbox:  # one read of them for both counts
-        unboxed = (
-            "(SELECT ARRAY[count(*), count(*) FILTER (WHERE r.bbox IS NULL)]"
-            f" FROM {source} WHERE {where_sql})"
-        )
+    if query.bbox:
+        unboxed = "(SELECT ARRAY[count(*), count(*) FILTER (WHERE no_footprint)] FROM candidates)"
+        rank = f"CASE WHEN {in_box} THEN {rank} END"  # only the matches are ranked
     sql = _SEARCH.format(
         materialized=materialized,
         rank=rank,
