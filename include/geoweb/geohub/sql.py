@@ -60,7 +60,7 @@ WITH candidates AS {{materialized}} (
     SELECT count(*) AS n FROM matches
 ), counted AS MATERIALIZED (
     SELECT m.* FROM matches m, total
-    WHERE total.n <= %(exact_facets)s OR (hashint8(m.id) & 65535) < 65536 * %(exact_facets)s / total.n
+    WHERE total.n <= %(exact_facets)s OR (hashint8(m.id) & 65535) < 65536::bigint * %(exact_facets)s / total.n
 ), scale AS (
     SELECT (SELECT n FROM total)::float8 / greatest(count(*), 1) AS f FROM counted
 ), page AS (
