@@ -267,7 +267,8 @@ def over_http(server: GeoHubServer) -> Client:
     def run(query: SearchQuery) -> None:
         bbox = ",".join(map(str, query.bbox)) if query.bbox else None
         params = {"q": query.text, "type": list(query.types), "bbox": bbox, "run": query.run,
-                  "level": query.level, "limit": query.limit, "offset": query.offset}  # fmt: skip
+                  "level": query.level, "concept": query.concept, "provider": query.provider,
+                  "limit": query.limit, "offset": query.offset}  # fmt: skip
         session.get(url, params=params, timeout=30).raise_for_status()
 
     return run
