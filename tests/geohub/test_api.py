@@ -350,3 +350,6 @@ def test_the_search_is_documented_in_openapi(get):
     }
     assert "/api/resources/{resource_id}" in spec["paths"]
     assert "HTTPBearer" in spec["components"]["securitySchemes"]
+    page = spec["components"]["schemas"]["SearchPage"]
+    assert page["properties"]["facets_estimated"]["type"] == "boolean"
+    assert {"total", "outside_box", "no_footprint", "facets", "facets_estimated"} <= set(page["required"])
