@@ -126,7 +126,7 @@ def _filters(query: SearchQuery) -> tuple[list[str], dict]:
     if query.level is not None:  # in the run, else of its first sighting, as each result shows
         params["level"] = query.level
         where.append("rr.level = %(level)s" if query.run is not None else "r.level = %(level)s")
-    if query.concept is not None:  # through the GIN index of resources.about
+    if query.concept is not None:  # through the GIN index of `about`
         params["concept"] = [query.concept]
         where.append("r.about @> %(concept)s::text[]")
     if query.provider is not None:
@@ -151,11 +151,11 @@ def _in_box(query: SearchQuery) -> tuple[str, dict]:
 
 
 def search_statement(query: SearchQuery, exact_facets: int = EXACT_FACETS) -> tuple[str, dict]:
-    """The statement and parameters of a search: one row of the total; the candidates, matches of every
-    filter but the box (NULL without a box), and those of them without a footprint, as an array of two; the type, provider,
-    concept, level and status facets as arrays of [value, count] (estimated above ``exact_facets`` matches); and
-    the page of results as a JSON array of rows, one row more than the page (so the caller knows whether
-    another page follows)."""
+    """The statement and parameters of a search. Its one row: the total; the candidates (matches of every
+    filter but the box; NULL without a box) and those of them without a footprint, as an array of two; the
+    type, provider, concept, level and status facets as arrays of [value, count], estimated above
+    ``exact_facets`` matches; and the page of results as a JSON array of rows, one row more than the page
+    (so the caller knows whether another page follows)."""
     where, params = _filters(query)
     in_box, box_params = _in_box(query)
     params.update(box_params, limit=query.limit + 1, offset=query.offset, exact_facets=exact_facets)
