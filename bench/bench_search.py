@@ -39,7 +39,6 @@ from psycopg2.extras import execute_values
 
 from bench import search_relevance
 from geoweb.geohub import SearchDatabase, SearchQuery, search
-from geoweb.geohub.sql import search_statement
 from geoweb.semantic import default_ontology
 from geoweb.store import Store
 from stack import postgres as stack_postgres
@@ -223,6 +222,17 @@ def generate(resources: int, name: str = SCRATCH) -> float:
     return time.monotonic() - started
 
 
+def migrate(dsn: str) -> None:
+    """Brings a kept scratch database to the store's schema (a migration since its generation builds what it
+    adds from the rows already there)."""
+    with Store(dsn) as store:
+        applied = store.migrate()
+    if applied:
+        print(f"migrated: {', '.join(applied)}", file=sys.stderr)
+        with stack_postgres.superuser(SCRATCH) as cur:
+            cur.execute("VACUUM ANALYZE")
+
+
 def truth(resources: int) -> list[tuple]:
     """What each resource is, seeded: (n, theme, place, provider, the theme's word in its title: its label,
     or one of its synonyms two times in five)."""
@@ -257,7 +267,8 @@ def over_http(server: GeoHubServer) -> Client:
     def run(query: SearchQuery) -> None:
         bbox = ",".join(map(str, query.bbox)) if query.bbox else None
         params = {"q": query.text, "type": list(query.types), "bbox": bbox, "run": query.run,
-                  "level": query.level, "limit": query.limit, "offset": query.offset}  # fmt: skip
+                  "level": query.level, "concept": query.concept, "provider": query.provider,
+                  "limit": query.limit, "offset": query.offset}  # fmt: skip
         session.get(url, params=params, timeout=30).raise_for_status()
 
     return run
@@ -281,11 +292,8 @@ def measure(client: Client, queries: dict[str, dict], requests: int, rng: random
 
 
 def matches(conn, query: SearchQuery) -> int:
-    """How many resources the query matches in all (the planner drops the unused page columns)."""
-    sql, params = search_statement(query)
-    with conn.cursor() as cur:
-        cur.execute(f"SELECT count(*) FROM ({sql}) AS hits", params | {"limit": None, "offset": 0})
-        return cur.fetchone()[0]
+    """How many resources the query matches in all."""
+    return search(conn, query).total
 
 
 def relevance(conn, resources: int) -> dict:
@@ -340,6 +348,8 @@ def run(resources: int, requests: int, regenerate: bool, http: bool) -> None:
         print(f"generating {resources:,} resources ...", file=sys.stderr)
         print(f"generated in {generate(resources):.0f} s", file=sys.stderr)
         have = counts(dsn)
+    else:
+        migrate(dsn)
     database = SearchDatabase(lambda: dsn)
     groups = {"typical searches": (QUERIES, requests), "frequent words": (STRESS, max(30, requests // 10))}
     results: dict = {"resources": have[0], "datasets": have[1]}

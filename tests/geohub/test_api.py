@@ -148,6 +148,7 @@ def test_the_answer_counts_its_matches_and_what_the_box_left_out(get):
     assert page["outside_box"] >= 1  # the rivers of Taiwan
     assert page["no_footprint"] == 0
     facets = page["facets"]
+    assert page["facets_estimated"] is False  # counted exactly: few matches
     assert sum(f["resources"] for f in facets["type"]) == page["total"]
     assert {"value": data.AUTHORITY, "resources": 2} in facets["provider"]
     assert {c["id"] for c in facets["concept"]} >= {"hydrography", "river", "lake"}
@@ -349,3 +350,6 @@ def test_the_search_is_documented_in_openapi(get):
     }
     assert "/api/resources/{resource_id}" in spec["paths"]
     assert "HTTPBearer" in spec["components"]["securitySchemes"]
+    page = spec["components"]["schemas"]["SearchPage"]
+    assert page["properties"]["facets_estimated"]["type"] == "boolean"
+    assert {"total", "outside_box", "no_footprint", "facets", "facets_estimated"} <= set(page["required"])

@@ -245,6 +245,27 @@ def test_the_box_says_what_it_left_out(database):
     assert answer(database, text="desert", footprint="none").results[0].title == data.STATIONS.title
 
 
+@pytest.mark.parametrize("params", [{}, {"text": "lake"}, {"bbox": (-180.0, -90.0, 180.0, 90.0)}])
+def test_above_a_number_of_matches_facets_are_estimated_from_a_sample_and_say_so(database, params):
+    exact = answer(database, **params)
+    with database.connection() as conn:
+        query = SearchQuery.checked(**params)
+        estimated, again = (search(conn, query, exact_facets=exact.total // 2) for _ in range(2))
+    assert not exact.facets_estimated and estimated.facets_estimated
+    # the total and what the box leaves out stay exact, and so do the results
+    assert (estimated.total, estimated.outside_box, estimated.no_footprint) == (
+        exact.total, exact.outside_box, exact.no_footprint,
+    )  # fmt: skip
+    assert estimated.results == exact.results
+    assert estimated.facets == again.facets  # the same sample each time
+    # a sample of the matches, scaled to the total: a facet's counts add up to it (give or take rounding)
+    types = {f.value: f.resources for f in estimated.facets.type}
+    assert set(types) <= {f.value for f in exact.facets.type}
+    assert abs(sum(types.values()) - exact.total) <= len(types) / 2
+    assert {f.value: f.resources for f in estimated.facets.status} == {"ok": exact.total}
+    assert {c.id for c in estimated.facets.concept} <= {c.id for c in exact.facets.concept}
+
+
 def test_unknown_types_and_contradictions_are_refused():
     with pytest.raises(InvalidSearch, match="no type WMX"):
         SearchQuery.checked(types=["WMS", "wmx"])

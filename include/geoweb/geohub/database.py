@@ -18,9 +18,13 @@ MAX_CONNECTIONS = 4  # per process, opened on first use and kept: the request th
 WAIT_SECONDS = 10.0  # for a free connection, before the search is refused
 STATEMENT_TIMEOUT_MS = 5000  # a search that takes longer is cancelled rather than holding a connection
 # Read-only sessions: a search can never write, whatever its SQL. No JIT: PostGIS functions cost so much in
-# the planner's eyes that it compiles searches of a few milliseconds for hundreds of milliseconds.
+# the planner's eyes that it compiles searches of a few milliseconds for hundreds of milliseconds. Room for
+# the matches a search holds while it counts them (tens of thousands of narrow rows spilled to disk at the
+# default 4 MB), and no parallel workers: starting them cost more than they saved in each search measured
+# (bench/README.md), and the API's requests already run side by side.
 SESSION_OPTIONS = (
     f"-c statement_timeout={STATEMENT_TIMEOUT_MS} -c default_transaction_read_only=on -c jit=off"
+    " -c work_mem=32MB -c max_parallel_workers_per_gather=0"
 )
 
 

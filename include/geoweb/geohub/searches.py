@@ -10,7 +10,7 @@ from typing import Any
 
 from geoweb.detect.ogc.common import capabilities_url
 from geoweb.geohub.query import SearchQuery
-from geoweb.geohub.sql import GEOJSON_DIGITS, search_statement, summary_statement
+from geoweb.geohub.sql import EXACT_FACETS, GEOJSON_DIGITS, search_statement
 from geoweb.models import OGC_TYPES
 from geoweb.semantic import default_ontology
 
@@ -89,6 +89,7 @@ class SearchPage:
     outside_box: int  # would match but for the box; 0 without one
     no_footprint: int  # match every filter but the box and have no footprint, so no box finds them
     facets: Facets
+    facets_estimated: bool  # counted on a sample of the matches, there being many; the total is exact
 
 
 @dataclass(slots=True)
@@ -159,24 +160,24 @@ def document_url(url: str, type_: str) -> str | None:
     return capabilities_url(url, type_) if type_ in OGC_TYPES else url
 
 
-def search(conn, query: SearchQuery) -> SearchPage:
-    """A page of results with the numbers of the whole answer: its total and facets."""
+def search(conn, query: SearchQuery, exact_facets: int = EXACT_FACETS) -> SearchPage:
+    """A page of results with the numbers of the whole answer: its total and facets, counted on a sample of
+    the matches when there are more than ``exact_facets`` (the total stays exact)."""
     with conn.cursor() as cur:
-        cur.execute(*search_statement(query))
-        rows = cur.fetchall()
-        cur.execute(*summary_statement(query))
-        total, unboxed, no_footprint, *facets = cur.fetchone()
+        cur.execute(*search_statement(query, exact_facets))
+        total, (unboxed, no_footprint), *facets, rows = cur.fetchone()
+    rows = rows or []
     outside_box = 0 if unboxed is None else unboxed - no_footprint - total
     hits = [Hit(*row[:12], document_url(row[1], row[2]), *row[12:]) for row in rows[: query.limit]]
     more = len(rows) > query.limit
     next_offset = query.offset + query.limit if more else None
-    return SearchPage(
-        hits, query.offset, query.limit, next_offset, total, outside_box, no_footprint, _facets(*facets)
-    )
+    facets_estimated = total > exact_facets
+    numbers = (total, outside_box, no_footprint, _facets(*facets), facets_estimated)
+    return SearchPage(hits, query.offset, query.limit, next_offset, *numbers)
 
 
 def _facets(types, providers, concepts, levels, statuses) -> Facets:
-    """The facets of the summary statement's arrays of [value, count]."""
+    """The facets of the search statement's arrays of [value, count]."""
     return Facets(
         type=[FacetCount(value, int(n)) for value, n in types],
         provider=[FacetCount(value, int(n)) for value, n in providers],

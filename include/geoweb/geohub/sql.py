@@ -1,6 +1,6 @@
-"""The SQL of a search: one statement for a page of results, one for the numbers of the whole answer (the
-total, the facets and where the matches lie against the box). Every value is a parameter; only fixed
-fragments chosen by the query's shape are joined into the statements.
+"""The SQL of a search: one statement for a page of results and the numbers of the whole answer (the total,
+the facets and where the matches lie against the box). Every value is a parameter; only fixed fragments
+chosen by the query's shape are joined into the statement.
 
 A text search finds candidates through the GIN index of ``resources.search`` (a resource's own words, its
 datasets' names and titles and the concepts they are about: migration 0012), ranks them with ts_rank and
@@ -29,62 +29,70 @@ ABSTRACT_CHARS = 400  # of an abstract in a result; the detail has all of it
 GEOJSON_DIGITS = 5  # decimals of degrees: about a metre
 TOP_CONCEPTS = 5  # a result's most frequent concepts among its datasets
 TOP_PROVIDERS = 20  # providers in the provider facet, the most frequent first
+WORLD: Box = (-180.0, -90.0, 180.0, 90.0)
 
-_FOUND_BY = (
-    "EXISTS (SELECT 1 FROM run_resources rr WHERE rr.resource_id = r.id AND rr.run_id = %(run)s{level})"
-)
+# Facets are counted exactly up to this many matches, above it on a sample of about as many (chosen by a
+# hash of the resource id, so that a search counts the same sample each time) and scaled to the total, which
+# stays exact: counting 100,000 matches by five facets takes longer than a whole search may (bench/README.md).
+EXACT_FACETS = 10_000
 
-# The matches, the page of them, and the page's rows with their dataset count, footprint (a resource's
-# box, else the extent of its datasets) and most frequent concepts. A text search ranks every match anyway, so its matches are found
-# first (MATERIALIZED): else the planner may probe the other filters in rank order, match after match.
-# Newest first, the matches are not materialized, so that the page stops after its rows.
-_PAGE = f"""
-WITH matches AS {{materialized}} (
-    SELECT r.id, {{rank}} AS rank
-    FROM resources r
+# The page and the numbers of the whole answer in one statement, from one read of the candidates (the
+# matches of every filter but the box), each marked in the box or not. A text search reads them from
+# `resources`, whose rows hold the documents it ranks, and finds them all first (MATERIALIZED: it ranks
+# every match anyway, and else the planner may probe the other filters in rank order, match after match).
+# Without text they come from the narrow `search_rows` (migration 0013) and are not materialized, so that
+# each use takes its own path: the page stops after its rows newest first, the box uses its GIST index, the
+# counts scan the narrow rows. The total and the facets count the matches (in the box); the candidates are
+# only counted, all of them and those without a footprint, so that the answer can say how many the box left
+# out and how many no box can find. A resource's level is that of its first sighting, or in the run searched
+# (as the level filter reads it); its concepts are `about`, each concept with every concept above it. The
+# page's rows come as one JSON array, each with the result's dataset count, footprint (its box, else the
+# extent of its datasets) and most frequent concepts.
+_SEARCH = f"""
+WITH candidates AS {{materialized}} (
+    SELECT r.id, {{rank}} AS rank, r.type, r.provider, r.last_status, r.about, {{level}} AS level,
+           r.bbox IS NULL AS no_footprint, {{in_box}} AS in_box
+    FROM {{source}}
     WHERE {{where}}
+), matches AS NOT MATERIALIZED (
+    SELECT * FROM candidates WHERE in_box
+), total AS (
+    SELECT count(*) AS n FROM matches
+), counted AS MATERIALIZED (
+    SELECT m.* FROM matches m, total
+    WHERE total.n <= %(exact_facets)s OR (hashint8(m.id) & 65535) < 65536::bigint * %(exact_facets)s / total.n
+), scale AS (
+    SELECT (SELECT n FROM total)::float8 / greatest(count(*), 1) AS f FROM counted
 ), page AS (
     SELECT id, rank FROM matches ORDER BY {{order}} LIMIT %(limit)s OFFSET %(offset)s
 )
-SELECT r.id, r.url, r.type, r.version, r.title, left(r.abstract, {ABSTRACT_CHARS}), r.provider, r.keywords,
-       (SELECT count(*) FROM datasets d WHERE d.resource_id = r.id),
-       r.level, r.source_page, r.keyword,
-       ST_AsGeoJSON(coalesce(
-           r.bbox, (SELECT ST_Envelope(ST_Collect(d.footprint)) FROM datasets d WHERE d.resource_id = r.id)
-       ), {GEOJSON_DIGITS})::json,
-       page.rank,
-       r.last_status,
-       ARRAY(SELECT c FROM datasets d, unnest(d.concepts) c WHERE d.resource_id = r.id
-             GROUP BY c ORDER BY count(*) DESC, c LIMIT {TOP_CONCEPTS})
-FROM page JOIN resources r ON r.id = page.id
-ORDER BY {{outer}}
-"""
-
-# The numbers of the whole answer. The total and the facets count the matches (in the box, when there is
-# one); the matches of every filter but the box are only counted, all of them and those without a footprint,
-# so that the answer can say how many the box left out and how many no box can find (without text, through
-# the primary key and resources_no_footprint). A resource's level is that of its first sighting, or in the
-# run searched (as the level filter reads it); its concepts are `about`, each concept with every concept
-# above it.
-_SUMMARY = f"""
-WITH matches AS MATERIALIZED (
-    SELECT r.id, r.type, r.provider, r.last_status, r.about, {{level}} AS level, r.bbox IS NULL AS no_footprint
-    FROM resources r
-    WHERE {{where}} AND {{in_box}}
-)
 SELECT
-    (SELECT count(*) FROM matches),
+    (SELECT n FROM total),
     {{unboxed}},
-    {{no_footprint}},
-    ARRAY(SELECT ARRAY[type, count(*)::text] FROM matches GROUP BY type ORDER BY count(*) DESC, type),
-    ARRAY(SELECT ARRAY[provider, count(*)::text] FROM matches WHERE provider IS NOT NULL
+    ARRAY(SELECT ARRAY[type, {{count}}::text] FROM counted GROUP BY type ORDER BY count(*) DESC, type),
+    ARRAY(SELECT ARRAY[provider, {{count}}::text] FROM counted WHERE provider IS NOT NULL
           GROUP BY provider ORDER BY count(*) DESC, provider LIMIT {TOP_PROVIDERS}),
-    ARRAY(SELECT ARRAY[c, count(*)::text] FROM (SELECT unnest(about) AS c FROM matches) t
+    ARRAY(SELECT ARRAY[c, {{count}}::text] FROM (SELECT unnest(about) AS c FROM counted) t
           GROUP BY c ORDER BY count(*) DESC, c),
-    ARRAY(SELECT ARRAY[level, count(*)] FROM matches WHERE level IS NOT NULL GROUP BY level ORDER BY level),
-    ARRAY(SELECT ARRAY[last_status, count(*)::text] FROM matches GROUP BY last_status ORDER BY last_status)
+    ARRAY(SELECT ARRAY[level, {{count}}] FROM counted WHERE level IS NOT NULL GROUP BY level ORDER BY level),
+    ARRAY(SELECT ARRAY[last_status, {{count}}::text] FROM counted GROUP BY last_status ORDER BY last_status),
+    (SELECT json_agg(json_build_array(
+         r.id, r.url, r.type, r.version, r.title, left(r.abstract, {ABSTRACT_CHARS}), r.provider, r.keywords,
+         (SELECT count(*) FROM datasets d WHERE d.resource_id = r.id),
+         r.level, r.source_page, r.keyword,
+         ST_AsGeoJSON(coalesce(
+             r.bbox, (SELECT ST_Envelope(ST_Collect(d.footprint)) FROM datasets d WHERE d.resource_id = r.id)
+         ), {GEOJSON_DIGITS})::json,
+         page.rank,
+         r.last_status,
+         ARRAY(SELECT c FROM datasets d, unnest(d.concepts) c WHERE d.resource_id = r.id
+               GROUP BY c ORDER BY count(*) DESC, c LIMIT {TOP_CONCEPTS})
+     ) ORDER BY {{outer}})
+     FROM page JOIN resources r ON r.id = page.id)
 """
-_RUN_LEVEL = "(SELECT rr.level FROM run_resources rr WHERE rr.run_id = %(run)s AND rr.resource_id = r.id)"
+_COUNT = "round(count(*) * (SELECT f FROM scale))::bigint"  # a facet's count, scaled when sampled
+# A run's sightings: one per resource (its primary key), at the level the run found it.
+_FOUND_BY = " JOIN run_resources rr ON rr.resource_id = r.id AND rr.run_id = %(run)s"
 
 
 def _envelopes(boxes: list[Box]) -> tuple[list[str], dict]:
@@ -113,13 +121,12 @@ def _filters(query: SearchQuery) -> tuple[list[str], dict]:
     if query.types:
         params["types"] = list(query.types)
         where.append("r.type = ANY(%(types)s)")
-    if query.run is not None:
-        params.update(run=query.run, level=query.level)
-        where.append(_FOUND_BY.format(level=" AND rr.level = %(level)s" if query.level is not None else ""))
-    elif query.level is not None:  # the level of its first sighting, as each result shows
+    if query.run is not None:  # the source joins its sightings (_FOUND_BY)
+        params["run"] = query.run
+    if query.level is not None:  # in the run, else of its first sighting, as each result shows
         params["level"] = query.level
-        where.append("r.level = %(level)s")
-    if query.concept is not None:  # through the GIN index of resources.about
+        where.append("rr.level = %(level)s" if query.run is not None else "r.level = %(level)s")
+    if query.concept is not None:  # through the GIN index of `about`
         params["concept"] = [query.concept]
         where.append("r.about @> %(concept)s::text[]")
     if query.provider is not None:
@@ -133,46 +140,47 @@ def _filters(query: SearchQuery) -> tuple[list[str], dict]:
 
 
 def _in_box(query: SearchQuery) -> tuple[str, dict]:
-    """The condition of the box (two across the antimeridian), TRUE without one, and its parameters."""
+    """The condition of the box (two across the antimeridian), TRUE without one, and its parameters. The
+    whole world meets every footprint: no box is tested then."""
     if query.bbox is None:
         return "TRUE", {}
+    if query.boxes() == [WORLD]:
+        return "r.bbox IS NOT NULL", {}
     boxes, params = _envelopes(query.boxes())
     return "(" + " OR ".join(f"ST_Intersects(r.bbox, {box})" for box in boxes) + ")", params
 
 
-def search_statement(query: SearchQuery) -> tuple[str, dict]:
-    """The statement and parameters of one page of results, one row more than the page (so the caller
-    knows whether another page follows)."""
+def search_statement(query: SearchQuery, exact_facets: int = EXACT_FACETS) -> tuple[str, dict]:
+    """The statement and parameters of a search. Its one row: the total; the candidates (matches of every
+    filter but the box; NULL without a box) and those of them without a footprint, as an array of two; the
+    type, provider, concept, level and status facets as arrays of [value, count], estimated above
+    ``exact_facets`` matches; and the page of results as a JSON array of rows, one row more than the page
+    (so the caller knows whether another page follows)."""
     where, params = _filters(query)
     in_box, box_params = _in_box(query)
-    where.append(in_box)
-    params.update(box_params, limit=query.limit + 1, offset=query.offset)
+    params.update(box_params, limit=query.limit + 1, offset=query.offset, exact_facets=exact_facets)
+    where_sql = "\n      AND ".join(where)
+    source = ("resources r" if query.text else "search_rows r") + (_FOUND_BY if query.run is not None else "")
     rank, order, outer, materialized = "NULL::real", "id DESC", "r.id DESC", "NOT MATERIALIZED"
     if query.text:
         rank = f"ts_rank(r.search, {text_query(query)})"
         order, outer, materialized = "rank DESC, id DESC", "page.rank DESC, r.id DESC", "MATERIALIZED"
-    where_sql = "\n      AND ".join(where)
-    sql = _PAGE.format(materialized=materialized, rank=rank, where=where_sql, order=order, outer=outer)
-    return sql, params
-
-
-def summary_statement(query: SearchQuery) -> tuple[str, dict]:
-    """The statement and parameters of the answer's numbers: one row of the total, the matches of every filter
-    but the box (NULL without a box), those of them without a footprint, and the type, provider, concept,
-    level and status facets as arrays of [value, count]."""
-    where, params = _filters(query)
-    in_box, box_params = _in_box(query)
-    params.update(box_params)
-    where_sql = "\n      AND ".join(where)
-    sql = _SUMMARY.format(
-        in_box=in_box,
+    # without a box, the matches without a footprint are among the matches
+    unboxed = "ARRAY[NULL, (SELECT count(*) FROM matches WHERE no_footprint)]"
+    if query.bbox:
+        unboxed = "(SELECT ARRAY[count(*), count(*) FILTER (WHERE no_footprint)] FROM candidates)"
+        rank = f"CASE WHEN {in_box} THEN {rank} END"  # only the matches are ranked
+    sql = _SEARCH.format(
+        materialized=materialized,
+        rank=rank,
+        level="rr.level" if query.run is not None else "r.level",
+        source=source,
         where=where_sql,
-        unboxed=f"(SELECT count(*) FROM resources r WHERE {where_sql})" if query.bbox else "NULL::bigint",
-        # without a box they are among the matches
-        no_footprint=f"(SELECT count(*) FROM resources r WHERE {where_sql} AND r.bbox IS NULL)"
-        if query.bbox
-        else "(SELECT count(*) FROM matches WHERE no_footprint)",
-        level=_RUN_LEVEL if query.run is not None else "r.level",
+        in_box=in_box,
+        order=order,
+        outer=outer,
+        unboxed=unboxed,
+        count=_COUNT,
     )
     return sql, params
 

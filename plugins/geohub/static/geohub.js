@@ -186,22 +186,24 @@
     $("without-footprint").hidden = !page.no_footprint && !withoutFootprint;
     $("without-footprint").textContent = withoutFootprint ? "Back to the map area" :
       `Show the ${page.no_footprint} without a footprint`;
-    showFacets(page.facets);
+    showFacets(page.facets, page.facets_estimated);
     exportLink();
     $("previous").disabled = page.offset === 0;
     $("next").disabled = page.next_offset === null;
   }
 
-  // The filters' counts follow the search: each says how many of its matches a choice keeps.
-  function showFacets(facets) {
+  // The filters' counts follow the search: each says how many of its matches a choice keeps. Counted on a
+  // sample when there are many matches (the API says so): "about" each.
+  function showFacets(facets, estimated) {
+    const count = (n) => (estimated && n ? `about ${n}` : `${n}`);
     const types = new Map(facets.type.map((t) => [t.value, t.resources]));
     for (const label of document.querySelectorAll("#types label")) {
       const box = label.querySelector("input");
-      label.lastChild.textContent = ` ${box.value} (${types.get(box.value) || 0})`;
+      label.lastChild.textContent = ` ${box.value} (${count(types.get(box.value) || 0)})`;
     }
     const concepts = new Map(facets.concept.map((c) => [c.id, c.resources]));
     for (const option of $("concept").options) {
-      if (option.value) option.textContent = `${conceptLabels.get(option.value) || option.value} (${concepts.get(option.value) || 0})`;
+      if (option.value) option.textContent = `${conceptLabels.get(option.value) || option.value} (${count(concepts.get(option.value) || 0)})`;
     }
     const chosen = $("level").value;
     const levels = facets.level.map((l) => l.level);
@@ -209,13 +211,13 @@
     const counts = new Map(facets.level.map((l) => [l.level, l.resources]));
     $("level").replaceChildren(el("option", { value: "" }, "any"),
       ...levels.sort((a, b) => a - b).map((level) =>
-        el("option", { value: String(level) }, `${level} (${counts.get(level) || 0})`)));
+        el("option", { value: String(level) }, `${level} (${count(counts.get(level) || 0)})`)));
     $("level").value = chosen;
     const provider = $("provider").value;
     const providers = facets.provider.map((p) => [p.value, p.resources]);
     if (provider && !providers.some(([value]) => value === provider)) providers.push([provider, 0]);
     $("provider").replaceChildren(el("option", { value: "" }, "any"),
-      ...providers.map(([value, count]) => el("option", { value }, `${value} (${count})`)));
+      ...providers.map(([value, n]) => el("option", { value }, `${value} (${count(n)})`)));
     $("provider").value = provider;
   }
 
