@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterator
 from dataclasses import replace
 
 from geoweb.detect.base import DetectContext
@@ -108,9 +109,10 @@ async def remote_directory(
 
 async def read_member(
     ctx: DetectContext, url: str, entry: ZipEntry, *, max_ratio: int, max_bytes: int, counter: str
-) -> bytes:
-    """One member, decompressed under the same bomb limits as ``ZipReader``: its local header and data are
-    read with one Range request (two when its extra field is unusually long)."""
+) -> Iterator[bytes | memoryview]:
+    """One member, decompressed a chunk at a time under the same bomb limits as ``ZipReader`` (its
+    ``stream``: the checks end with the last chunk): its local header and data are read with one Range
+    request (two when its extra field is unusually long)."""
     if entry.compressed_size > max_bytes:
         raise UnsafeContent(f"member {entry.name!r} of {entry.compressed_size} bytes is over the cap")
     length = LOCAL_HEADER_BYTES + 4 * len(entry.name) + EXTRA_FIELD_ALLOWANCE + entry.compressed_size
@@ -123,4 +125,4 @@ async def read_member(
         reader = ZipReader(chunk, max_ratio=max_ratio, max_bytes=max_bytes, entries=[member])
     if reader.member_end(member) > len(chunk):
         raise MalformedContent(f"member {entry.name!r}: data runs past the end of the archive")
-    return reader.read(member)
+    return reader.stream(member)
