@@ -143,3 +143,19 @@ def test_the_fetcher_refuses_a_body_that_cannot_fit_and_reads_a_sinks(caplog):
     assert (sink.resets, sink.bytes) == (1, len(BIG))
     assert stats["fetch/memory_refused"] == 2 and in_flight == 0
     assert GRANULE == MB
+
+
+def test_a_sink_that_has_enough_ends_the_read():
+    from geoweb.detect.rangezip import Head
+
+    async def run():
+        async with serve({"/declared": declared}) as base:
+            settings = Settings(allowed_hosts=frozenset({base.removeprefix("http://")}), obey_robots=False)
+            async with Fetcher(settings) as fetcher:
+                head = Head(1000)
+                answer = await fetcher.get(base + "/declared", max_bytes=64 * MB, sink=head)
+                return answer, head, fetcher.stats
+
+    answer, head, stats = asyncio.run(run())
+    assert (answer.status, answer.body, answer.complete, head.data) == (200, b"", False, BIG[:1000])
+    assert stats["fetch/bytes"] == 0

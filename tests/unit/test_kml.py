@@ -1,6 +1,7 @@
 """KML and KMZ detection: what is accepted, what is confirmed, and what is extracted."""
 
 import asyncio
+import hashlib
 import os
 import zipfile
 from pathlib import Path
@@ -258,7 +259,7 @@ def big_kml(placemarks: int) -> bytes:
     return kml_bytes(f"<Document><name>Stations</name>{points}</Document>")
 
 
-def test_plain_kml_over_the_body_cap_is_fetched_again_under_the_kml_cap(tmp_path):
+def test_plain_kml_over_the_body_cap_is_read_as_it_downloads_under_the_kml_cap(tmp_path):
     path = tmp_path / "stations.kml"
     path.write_bytes(big_kml(120_000))
     assert path.stat().st_size > 2 * MB
@@ -275,9 +276,9 @@ def test_plain_kml_over_the_body_cap_is_fetched_again_under_the_kml_cap(tmp_path
     assert not first.complete
     assert resource.extra == {"placemarks": 120_000, "format": "kml"}
     assert resource.bbox == (15.0, 45.5, 15 + 119_999 / 10**7, 45.5)
-    assert resource.content_sha256 is not None  # the second download is the whole file
-    # the crawl read nothing (Content-Length over the cap): one Range request for the head, then the file
-    assert fetch.sent == [{"Range": "bytes=0-65535"}, {}]
+    assert resource.content_sha256 == hashlib.sha256(path.read_bytes()).hexdigest()  # of the whole file
+    # the crawl read nothing (Content-Length over the cap): one GET, given to the reader, nothing kept
+    assert fetch.sent == [{}] and fetch.bytes == 0 and fetch.streamed == path.stat().st_size
     assert stats["kml/large_files"] == 1
 
 

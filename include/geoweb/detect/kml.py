@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from lxml import etree
 
 from geoweb.detect.base import DetectContext, Detector
-from geoweb.detect.rangezip import HEAD_BYTES, read_head, read_member, remote_directory
+from geoweb.detect.rangezip import HEAD_BYTES, read_member, remote_directory
 from geoweb.errors import GeowebError, HTTPStatusError, MalformedContent, UnsafeContent
 from geoweb.fetch.response import Response
 from geoweb.links.normalize import normalize_url
@@ -113,15 +113,18 @@ def kml_document(body: bytes, settings: Settings) -> tuple[str, Iterable[bytes]]
 
 
 async def kml_streamed(response: Response, ctx: DetectContext) -> Resource:
-    """The resource of a plain KML file the body cap cut, fetched again up to ``kml_max_bytes`` and read as
-    it downloads (the fetch's sink is a ``KMLReader``): the file is never held.
+    """The resource of a plain KML file over the body cap, fetched again up to ``kml_max_bytes`` and read as
+    it downloads (the fetch's sink is a ``KMLReader``): the file is never held, and a server ignoring Range
+    is no obstacle.
 
-    Only a file whose first bytes open a ``kml`` root is fetched again (the cut body's, or one Range
-    request's when the crawl read none of it), so an HTML page at ``x.kml`` costs no second download.
+    A cut body whose first bytes open no ``kml`` root is not fetched again; one the crawl did not read (its
+    declared length over the cap) ends at its first chunk when its root is no ``kml`` (an HTML page at
+    ``x.kml``): the reader refuses it from its start tag.
     """
-    head = await read_head(ctx, response, HEAD_BYTES, counter="kml")
-    if not _KML_ROOT.search(head):
-        raise NotKML(f"no kml root in the first {len(head)} bytes of a file over the body cap")
+    if response.body and not _KML_ROOT.search(response.body, 0, HEAD_BYTES):
+        raise NotKML(
+            f"no kml root in the first {min(len(response.body), HEAD_BYTES)} bytes of a file over the body cap"
+        )
     cap = ctx.settings.kml_max_bytes
     ctx.stats["kml/large_files"] += 1
     reader = KMLReader(cap)

@@ -53,20 +53,41 @@ async def read_range(
     return response.body, total
 
 
+class Head:
+    """A fetch's sink keeping the first ``length`` bytes of a body and ending the read there."""
+
+    def __init__(self, length: int):
+        self.length = length
+        self.data = b""
+
+    def reset(self) -> None:
+        self.data = b""
+
+    def feed(self, chunk: bytes) -> bool:
+        self.data += bytes(chunk[: self.length - len(self.data)])
+        return len(self.data) >= self.length
+
+
 async def read_head(ctx: DetectContext, response: Response, length: int, *, counter: str) -> bytes:
-    """The first bytes (up to ``length``) of a file the body cap cut: those the crawl read, else one Range
-    request's. A server that ignores Range sends the file's start anyway, capped at ``length``."""
+    """The first bytes (up to ``length``) of a file the body cap cut: those the crawl read, else one
+    request's, asked as a Range and read only that far whatever the server sends (a server ignoring Range
+    sends the file's start anyway: its read ends after ``length`` bytes; at most ``tail_stream_max_bytes``
+    may be announced)."""
     if response.body:
         return response.body[:length]
     ctx.stats[f"{counter}/range_requests"] += 1
-    head = await ctx.fetch(response.final_url, headers={"Range": f"bytes=0-{length - 1}"}, max_bytes=length)
-    if head.status not in (200, 206):
-        raise HTTPStatusError(head.status, url=head.final_url)
-    if not head.body:  # a whole file announced over the cap: not read
-        raise RangeNotHonoured(
-            f"HTTP {head.status} without the first {length} bytes; the file is not downloaded"
-        )
-    return head.body[:length]
+    head = Head(length)
+    answer = await ctx.fetch(
+        response.final_url,
+        headers={"Range": f"bytes=0-{length - 1}"},
+        max_bytes=ctx.settings.tail_stream_max_bytes,
+        sink=head,
+    )
+    if answer.status not in (200, 206):
+        raise HTTPStatusError(answer.status, url=answer.final_url)
+    if not head.data:  # a whole file announced over the stream cap: not read
+        raise RangeNotHonoured(f"HTTP {answer.status} without the first {length} bytes; the file is not read")
+    return head.data
 
 
 async def read_tail(ctx: DetectContext, url: str, length: int, *, counter: str) -> tuple[bytes, int]:

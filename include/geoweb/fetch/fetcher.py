@@ -73,12 +73,13 @@ _ROBOTS_OPTIONS = _Options(
 
 class Sink(Protocol):
     """Reads a body as it downloads (``Fetcher.get(sink=...)``): ``reset`` starts it again for each attempt
-    (a retry, a request without compression), ``feed`` takes each decoded chunk; an error it raises ends
-    the fetch and reaches the caller as it is."""
+    (a retry, a request without compression), ``feed`` takes each decoded chunk and returns True when it
+    needs no more (the read ends there, the response incomplete); an error it raises ends the fetch and
+    reaches the caller as it is."""
 
     def reset(self) -> None: ...
 
-    def feed(self, chunk: bytes) -> None: ...
+    def feed(self, chunk: bytes) -> bool | None: ...
 
 
 class Fetcher:
@@ -312,8 +313,8 @@ class Fetcher:
                 if sink is None:
                     reservation.cover(size)
                     parts.append(chunk)
-                elif size <= max_bytes:
-                    sink.feed(chunk)
+                elif size <= max_bytes and sink.feed(chunk):
+                    return b"", False, None  # the sink has what it needs
                 if size > max_bytes:
                     self._incomplete(resp.url, "truncated", f"body over the cap of {max_bytes} bytes")
                     return b"".join(parts)[:max_bytes], False, None

@@ -178,12 +178,13 @@ class LoopbackFetch:
                 complete = False
             elif sink is not None and 200 <= answer.status < 300:  # given to the sink as it comes, not kept
                 sink.reset()
+                given = 0
                 async for chunk in answer.content.iter_chunked(64 * 1024):
+                    given += len(chunk)
                     self.streamed += len(chunk)
-                    if self.streamed > cap:
+                    if given > cap or sink.feed(chunk):
                         complete = False
                         break
-                    sink.feed(chunk)
             else:
                 async for chunk in answer.content.iter_chunked(64 * 1024):
                     body += chunk
