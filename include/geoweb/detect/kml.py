@@ -138,7 +138,8 @@ async def kml_streamed(response: Response, ctx: DetectContext) -> Resource:
 
 def kml_resource(response: Response, fmt: str, summary: KMLSummary, digest: str | None = None) -> Resource:
     """The KML resource of ``summary`` (the file read, or a KMZ's main KML); ``digest`` is the file's
-    SHA-256 when its body was streamed rather than kept."""
+    SHA-256 when its body was streamed rather than kept (none for a KMZ read in parts: a hash of the part
+    the crawl read would name every such file alike)."""
     return Resource(
         url=normalize_url(response.final_url) or response.final_url,
         type="KML",
@@ -151,7 +152,7 @@ def kml_resource(response: Response, fmt: str, summary: KMLSummary, digest: str 
         ],
         bbox=summary.whole.extent.bbox(),
         extra={"placemarks": summary.whole.placemarks, "format": fmt},
-        content_sha256=digest or sha256(response.body),
+        content_sha256=digest or (sha256(response.body) if response.complete else None),
     )
 
 

@@ -19,6 +19,7 @@ import ctypes
 import gc
 import logging
 import os
+import time
 from collections import Counter
 from collections.abc import Callable
 
@@ -28,6 +29,7 @@ log = logging.getLogger("geoweb.fetch")
 
 GRANULE = 1024 * 1024  # reserved at a time for a body of unknown length
 MAX_WAIT = 20.0  # seconds a body waits for room before it is refused
+COLLECT_EVERY = 1.0  # seconds between two garbage collections before a hand-back of freed memory
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 try:
     _LIBC = ctypes.CDLL("libc.so.6")
@@ -44,9 +46,11 @@ class OverMemoryBudget(FetchError):
     user_msg = "The answer did not fit in the crawl's memory bound"
 
 
-def _reclaim() -> None:
-    """Hand memory freed but kept by glibc's allocator back to the system (nothing elsewhere)."""
-    gc.collect()
+def _reclaim(collect: bool) -> None:
+    """Hand memory freed but kept by glibc's allocator back to the system (nothing elsewhere), after
+    collecting garbage cycles when ``collect``."""
+    if collect:
+        gc.collect()
     if _LIBC is not None:
         _LIBC.malloc_trim(0)
 
@@ -78,14 +82,19 @@ class MemoryBudget:
         self.baseline = resident()
         self._max_wait = max_wait
         self._waiting: set[asyncio.Future] = set()  # reserves waiting for a release
+        self._collected_at = float("-inf")
         self.stats = stats if stats is not None else Counter()
 
     def _fits(self, nbytes: int) -> bool:
         """Whether ``nbytes`` more fit; before saying no, memory freed but kept by the allocator (a body
-        read and dropped) is handed back to the system and measured again."""
+        read and dropped) is handed back to the system and measured again. Cycles are collected first at
+        most once a second: a full collection can take a tenth of a second of the event loop."""
         if self._resident() - self.baseline + self.in_flight + nbytes <= self.limit:
             return True
-        _reclaim()
+        collect = time.monotonic() - self._collected_at >= COLLECT_EVERY
+        if collect:
+            self._collected_at = time.monotonic()
+        _reclaim(collect)
         return self._resident() - self.baseline + self.in_flight + nbytes <= self.limit
 
     def _refuse(self, url: str, nbytes: int, why: str) -> OverMemoryBudget:
