@@ -9,6 +9,7 @@ import subprocess
 import tempfile
 import zipfile
 from pathlib import Path
+from xml.sax.saxutils import escape
 
 import geopandas as gpd
 import numpy as np
@@ -108,9 +109,15 @@ def write_rasters(dest: Path) -> None:
         asc.unlink()
 
 
-def write_kml(name: str, path: Path) -> None:
+def write_kml(name: str, path: Path, title: str | None = None, abstract: str | None = None) -> None:
+    """The layer as GDAL writes KML (a Folder named after the layer in an unnamed Document); with ``title``,
+    the Document named and described as Google Earth saves a document its user named."""
     path.parent.mkdir(parents=True, exist_ok=True)
     FILE_CONTENTS[name]().to_file(path, driver="KML", layer=name, engine="pyogrio")
+    if title:
+        document = '<Document id="root_doc">'
+        named = f"{document}<name>{escape(title)}</name><description>{escape(abstract or '')}</description>"
+        path.write_text(path.read_text(encoding="utf-8").replace(document, named, 1), encoding="utf-8")
 
 
 def write_kmz(name: str, path: Path) -> None:
@@ -124,12 +131,26 @@ def write_kmz(name: str, path: Path) -> None:
 
 
 def write_shapefile_zip(
-    name: str, path: Path, frame: gpd.GeoDataFrame | None = None, *, stored: bool = False
+    name: str,
+    path: Path,
+    frame: gpd.GeoDataFrame | None = None,
+    *,
+    stored: bool = False,
+    metadata: tuple[str | None, str | None] = (None, None),
 ) -> None:
-    """The .shp/.shx/.dbf/.prj of one layer, zipped flat as download portals do."""
+    """The .shp/.shx/.dbf/.prj of one layer, zipped flat as download portals do; with a title in
+    ``metadata`` (title, abstract), its FGDC record beside them as ArcMap writes it (``<name>.shp.xml``)."""
     frame = FILE_CONTENTS[name]() if frame is None else frame
     with tempfile.TemporaryDirectory() as tmp:
         frame.to_file(Path(tmp) / f"{name}.shp", engine="pyogrio")
+        title, abstract = metadata
+        if title:
+            (Path(tmp) / f"{name}.shp.xml").write_text(
+                '<?xml version="1.0" encoding="UTF-8"?>\n<metadata><idinfo><citation><citeinfo>'
+                f"<title>{escape(title)}</title></citeinfo></citation><descript>"
+                f"<abstract>{escape(abstract or '')}</abstract></descript></idinfo></metadata>\n",
+                encoding="utf-8",
+            )
         path.parent.mkdir(parents=True, exist_ok=True)
         method = zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED
         with zipfile.ZipFile(path, "w", method) as z:

@@ -18,6 +18,10 @@ class PlantedFile:
     type: str  # KML or SHAPEFILE
     dataset: str  # its content: a name of data.FILE_CONTENTS, also its layer name
     served_at: str | None = None  # the URL path when it differs from ``path`` (a download script)
+    # the title and abstract written into it: a KML document's name and description (GDAL names only the
+    # layer's Folder, the title without them), a shapefile's metadata member (no title without it)
+    title: str | None = None
+    abstract: str | None = None
 
     @property
     def url(self) -> str:
@@ -34,18 +38,29 @@ class PlantedFile:
         if self.dataset == "parcels":
             data.write_large_shapefile_zip(self.dataset, self.file, LARGE_ZIP_BYTES)
         elif suffix == ".kml":
-            data.write_kml(self.dataset, self.file)
+            data.write_kml(self.dataset, self.file, self.title, self.abstract)
         elif suffix == ".kmz":
             data.write_kmz(self.dataset, self.file)
         else:
-            data.write_shapefile_zip(self.dataset, self.file)
+            data.write_shapefile_zip(self.dataset, self.file, metadata=(self.title, self.abstract))
+
+    @property
+    def found_title(self) -> str | None:
+        """The title a crawl reads from the file's content."""
+        return self.title or (self.dataset if self.type == "KML" else None)
 
     def planted(self) -> Planted:
-        return Planted(self.url, {self.type: (self.dataset,)})
+        return Planted(self.url, {self.type: (self.dataset,)}, titled=True, title=self.found_title)
 
 
-TRAILS = PlantedFile(AGENCY, "/data/trails.kml", "KML", "trails")
-DISTRICTS = PlantedFile(AGENCY, "/data/districts.zip", "SHAPEFILE", "districts")
+TRAILS = PlantedFile(
+    AGENCY, "/data/trails.kml", "KML", "trails", title="Hiking trails of Lapland",
+    abstract="Kungsleden and Padjelanta, as the agency's rangers walked them in 2023.",
+)  # fmt: skip
+DISTRICTS = PlantedFile(
+    AGENCY, "/data/districts.zip", "SHAPEFILE", "districts", title="Central Tokyo wards",
+    abstract="Chuo, Minato and Shinjuku: ward boundaries, simplified.",
+)  # fmt: skip
 # No extension in the URL: lighttpd rewrites it and names the file in Content-Disposition.
 PARKS = PlantedFile(DOWNLOADS, "/dl/parks-5.kmz", "KML", "parks", served_at="/download?id=5")
 PARKS_FILENAME = "parks.kmz"

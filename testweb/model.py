@@ -30,6 +30,8 @@ class Planted:
     url: str  # canonical
     datasets: dict[str, tuple[str, ...]]  # type -> dataset names
     note: str = ""
+    titled: bool = False  # its title is known (the planted files'): ``title``, None for a file without one
+    title: str | None = None
 
 
 @dataclass(frozen=True)

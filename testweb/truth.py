@@ -89,6 +89,7 @@ def manifest() -> dict[str, Any]:
         for type_, datasets in item.datasets.items():
             entry = {"url": url, "type": type_, "level": level, "via": via, "source_page": source}
             entry |= {"datasets": list(datasets)} | ({"note": item.note} if item.note else {})
+            entry |= {"title": item.title} if item.titled else {}
             resources.append(entry)
     return {
         "seeds": list(web.SEEDS),

@@ -96,9 +96,11 @@ class Settings:
     # A ZIP over the download cap from a server that ignores Range is streamed to its end, keeping only its
     # last 64 KiB (its central directory): at most this many bytes are streamed; more is left alone.
     tail_stream_max_bytes: int = 200 * MB
-    # The peak resident memory one crawl process is built to stay under whatever it meets: every input path
-    # is bounded (KML streamed, shapefile headers only, bodies allowed past max_body_bytes one at a time);
-    # tests/hostile/test_memory_hostile.py measures it.
+    # The memory one crawl process is built to stay under whatever it meets: every input path is bounded
+    # (KML streamed, shapefile headers only, probes one at a time under the body cap), and every body is
+    # admitted against it (geoweb.fetch.memory): the process's resident memory above what it held when its
+    # fetcher opened, plus the bodies being read. A body that cannot fit waits, or its page is deferred.
+    # tests/hostile/test_memory_hostile.py measures the peaks.
     max_memory_bytes: int = 400 * MB
     # --- capabilities validation (OWSLib, in worker processes off the event loop) ---
     validation_workers: int = 2  # processes reading capabilities documents with OWSLib

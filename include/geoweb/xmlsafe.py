@@ -5,6 +5,9 @@ Every document the crawl parses comes from a server nobody vetted; this is the o
 
 from __future__ import annotations
 
+import io
+from collections.abc import Collection
+
 from lxml import etree
 
 from geoweb.errors import MalformedContent, UnsafeContent
@@ -40,20 +43,51 @@ def looks_like_xml(head: bytes) -> bool:
     )
 
 
+def sniff(data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[str | None, str]:
+    """The (namespace, local name) of a document's root element, read from its start tag alone by a pull
+    parser: no tree is built, no DTD loaded, no entity expanded, nothing fetched; cheap enough for the event
+    loop.
+
+    Raises UnsafeContent for a body over ``max_bytes``, MalformedContent when no start tag parses.
+    """
+    if len(data) > max_bytes:
+        raise UnsafeContent(f"XML document of {len(data)} bytes is over the {max_bytes}-byte cap")
+    events = etree.iterparse(
+        io.BytesIO(strip_bom(data)),
+        events=("start",),
+        resolve_entities=False,
+        no_network=True,
+        load_dtd=False,
+    )
+    try:
+        _, element = next(events)
+    except (StopIteration, etree.XMLSyntaxError) as exc:
+        raise MalformedContent(f"not well-formed XML: {exc or 'no root element'}") from None
+    qname = etree.QName(element)
+    return qname.namespace, qname.localname
+
+
 def _parser() -> etree.XMLParser:
     # A new parser per call: lxml parsers must not be shared between threads. huge_tree=False keeps
     # libxml2's limits on depth, text size and entity amplification.
     return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
 
 
-def parse_xml(data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> etree._Element:
-    """The root element of ``data``.
+def parse_xml(
+    data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES, roots: Collection[str] | None = None
+) -> etree._Element:
+    """The root element of ``data``. With ``roots`` (local names), a document whose root is none of them
+    is refused from its start tag (``sniff``), before a tree is built.
 
     Raises UnsafeContent for a body over ``max_bytes``, a DOCTYPE declaring entities, or a document that
     hits the parser's resource limits (entity amplification, nesting depth); MalformedContent otherwise.
     """
     if len(data) > max_bytes:
         raise UnsafeContent(f"XML document of {len(data)} bytes is over the {max_bytes}-byte cap")
+    if roots is not None:
+        _, name = sniff(data, max_bytes=max_bytes)
+        if name not in roots:
+            raise MalformedContent(f"root element {name!r} is none of {', '.join(roots)}")
     try:
         root = etree.fromstring(strip_bom(data), _parser())
     except etree.XMLSyntaxError as exc:

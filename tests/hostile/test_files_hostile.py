@@ -107,7 +107,7 @@ def test_kml_over_the_kml_cap_is_no_resource(caplog, tmp_path):
     assert fetch.bytes < 2 * MB + 64 * 1024 + 1  # neither read ran past its cap
 
 
-def test_html_at_a_kml_url_over_the_body_cap_is_not_fetched_again(caplog, tmp_path):
+def test_html_at_a_kml_url_over_the_body_cap_ends_at_its_first_chunk(caplog, tmp_path):
     path = tmp_path / "parks.kml"
     path.write_bytes(SOFT_404 + b" " * (2 * MB))
     settings = Settings(max_body_bytes=1 * MB)
@@ -120,9 +120,9 @@ def test_html_at_a_kml_url_over_the_body_cap_is_not_fetched_again(caplog, tmp_pa
                 return await KMLDetector().detect(first, context(fetch, settings=settings)), fetch
 
     found, fetch = asyncio.run(run())
-    # the crawl's GET and a Range request for the head, both left unread (each announced over its cap)
-    assert found == [] and fetch.requests == 2 and fetch.bytes == 0
-    assert any("(range_unsupported)" in r.getMessage() for r in caplog.records)
+    # the crawl's GET left unread (announced over its cap), then the KML reader's, ended by the html root
+    assert found == [] and fetch.requests == 2 and fetch.bytes == 0 and fetch.streamed <= 64 * 1024
+    assert any("(not_kml): root element is 'html', not kml" in r.getMessage() for r in caplog.records)
 
 
 def test_html_cut_at_the_body_cap_is_not_fetched_again(caplog):

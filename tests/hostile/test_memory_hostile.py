@@ -17,6 +17,7 @@ import random
 import sys
 from pathlib import Path
 
+import pytest
 from aiohttp import web
 
 from geoweb.settings import MB, Settings
@@ -37,8 +38,11 @@ MEASURED = (
 )
 
 
-def crawl_peak(tmp_path: Path, routes: dict, seed: str, *args: str) -> tuple[int, list[dict]]:
-    """(peak RSS in bytes, resources found) of ``geoweb crawl`` from ``seed`` (a path) over ``routes``."""
+def crawl_peak(
+    tmp_path: Path, routes: dict, seed: str, *args: str, env: dict | None = None
+) -> tuple[int, list[dict]]:
+    """(peak RSS in bytes, resources found) of ``geoweb crawl`` from ``seed`` (a path) over ``routes``, its
+    stderr in ``tmp_path / "stderr"``; ``env`` adds settings (GEOWEB_*)."""
 
     async def run():
         async with serve(routes) as base:
@@ -47,12 +51,13 @@ def crawl_peak(tmp_path: Path, routes: dict, seed: str, *args: str) -> tuple[int
             process = await asyncio.create_subprocess_exec(
                 sys.executable, "-c", MEASURED, "crawl", "--seed", base + seed, "--allow-host", host,
                 "--max-level", "1", "--output", str(output), *args,
-                env={**os.environ, "GEOWEB_PEAK_FILE": str(peak),
+                env={**os.environ, **(env or {}), "GEOWEB_PEAK_FILE": str(peak),
                      "PYTHONPATH": os.pathsep.join([str(ROOT / "include"), os.environ.get("PYTHONPATH", "")])},
                 stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
             )  # fmt: skip
             _, stderr = await asyncio.wait_for(process.communicate(), timeout=240)
             assert process.returncode == 0, stderr.decode()[-2000:]
+            (tmp_path / "stderr").write_bytes(stderr)
             found = [json.loads(line) for line in output.read_text().splitlines()]
             return int(peak.read_text()), found
 
@@ -109,15 +114,15 @@ def test_a_5_mb_kmz_stays_under_the_memory_bound(tmp_path):
     assert [(r["type"], r["title"], r["extra"]["placemarks"]) for r in found] == [("KML", "Tracks", 620_000)]
 
 
-# --- six capabilities probes of 2 MB gzip each (19 MB decoded) ------------------------------------------------
+# --- six capabilities probes of 2 MB gzip each: under the body cap, one at a time --------------------------
 
 
 WORDS = "river lake road forest soil slope basin coast".split()
 
 
-def big_capabilities() -> bytes:
-    """A WMS 1.3.0 capabilities document of some 19 MB: 7,400 layers with long abstracts of random words from
-    a small vocabulary, which gzip brings to about 2 MB."""
+def big_capabilities(layers: int) -> bytes:
+    """A WMS 1.3.0 capabilities document of ``layers`` layers with long abstracts of random words from a small
+    vocabulary (7,400 layers: some 19 MB, which gzip brings to about 2 MB)."""
     rng = random.Random(7)
     layers = "".join(
         f'<Layer queryable="1"><Name>l{i}</Name><Title>Layer {i}</Title>'
@@ -125,7 +130,7 @@ def big_capabilities() -> bytes:
         f"<EX_GeographicBoundingBox><westBoundLongitude>{rng.uniform(-180, 0):.5f}</westBoundLongitude>"
         f"<eastBoundLongitude>{rng.uniform(0, 180):.5f}</eastBoundLongitude><southBoundLatitude>-10</southBoundLatitude>"
         f"<northBoundLatitude>10</northBoundLatitude></EX_GeographicBoundingBox></Layer>"
-        for i in range(7_400)
+        for i in range(layers)
     )
     return (
         '<?xml version="1.0" encoding="UTF-8"?><WMS_Capabilities version="1.3.0" xmlns="http://www.opengis.net/wms">'
@@ -134,10 +139,18 @@ def big_capabilities() -> bytes:
     ).encode()  # fmt: skip
 
 
-def test_six_capabilities_probes_of_2_mb_gzip_stay_under_the_memory_bound(tmp_path):
-    document = big_capabilities()
+@pytest.mark.parametrize(
+    ("layers", "requests", "found"),
+    [
+        (7_400, 8, []),  # 19 MB decoded: the page and seven probes (WMS too), each cut at the 10 MB body cap
+        (3_500, 7, ["WMS"]),  # 9 MB decoded: the page read, then the six other types' probes, one at a time
+    ],
+    ids=["19MB-over-the-cap", "9MB"],
+)
+def test_six_capabilities_probes_of_2_mb_gzip_stay_under_the_memory_bound(tmp_path, layers, requests, found):
+    document = big_capabilities(layers)
     compressed = gzip.compress(document, 6)
-    assert len(document) > 18 * MB and len(compressed) < 4 * MB
+    assert len(compressed) < 4 * MB
     asked = []
 
     async def ows(request):
@@ -145,10 +158,13 @@ def test_six_capabilities_probes_of_2_mb_gzip_stay_under_the_memory_bound(tmp_pa
         return web.Response(body=compressed, headers={"Content-Type": "text/xml", "Content-Encoding": "gzip"})
 
     routes = {"/": page("/ows?service=WMS&request=GetCapabilities"), "/ows": ows}
-    peak, found = crawl_peak(tmp_path, routes, "/")
-    report("six 2 MB gzip capabilities probes", peak)  # and bounded
-    assert sorted(asked, key=str).count("WMS") >= 1 and len(asked) >= 7  # the page and the six probes
-    assert [r["type"] for r in found] == ["WMS"]
+    peak, records = crawl_peak(tmp_path, routes, "/")
+    report(
+        f"six {len(compressed) / MB:.1f} MB gzip capabilities probes ({len(document) / MB:.0f} MB decoded)",
+        peak,
+    )
+    assert asked.count("WMS") >= 1 and len(asked) == requests
+    assert [r["type"] for r in records] == found
 
 
 # --- a 2.6 MB shapefile ZIP: its headers read, its members never copied -------------------------------------
@@ -163,3 +179,70 @@ def test_a_2_6_mb_shapefile_zip_stays_under_the_memory_bound(tmp_path):
     assert 2 * MB < len(archive) < 4 * MB
     [resource] = crawl_file(tmp_path, "wells.zip", archive, "application/zip", "SHAPEFILE")
     assert resource["type"] == "SHAPEFILE" and resource["dataset_list"][0]["extra"]["features"] == 120_000
+
+
+# --- a plain KML and a GeoJSON over the body cap: streamed, or read from their head -------------------------
+
+
+def big_kml() -> bytes:
+    """Some 30 MB of plain KML (no KMZ: no Range path), 400,000 placemarks in a named document."""
+    rng = random.Random(12)
+    placemarks = "".join(
+        f"<Placemark><Point><coordinates>{rng.uniform(14, 16):.5f},{rng.uniform(44, 46):.5f}</coordinates>"
+        "</Point></Placemark>"
+        for _ in range(400_000)
+    )
+    return ('<?xml version="1.0"?><kml xmlns="http://www.opengis.net/kml/2.2"><Document><name>Wells</name>'
+            + placemarks + "</Document></kml>").encode()  # fmt: skip
+
+
+def test_a_30_mb_plain_kml_is_streamed_under_the_memory_bound(tmp_path):
+    kml = big_kml()
+    assert 25 * MB < len(kml) < 40 * MB
+    found = crawl_file(tmp_path, "wells.kml", kml, "application/vnd.google-earth.kml+xml", "KML")
+    assert [(r["title"], r["extra"]["placemarks"]) for r in found] == [("Wells", 400_000)]
+
+
+def test_a_30_mb_geojson_is_read_from_its_head_under_the_memory_bound(tmp_path):
+    rng = random.Random(13)
+    features = ",".join(
+        f'{{"type":"Feature","properties":{{"id":{i}}},"geometry":{{"type":"Point",'
+        f'"coordinates":[{rng.uniform(14, 16):.5f},{rng.uniform(44, 46):.5f}]}}}}'
+        for i in range(330_000)
+    )
+    body = (
+        '{"type":"FeatureCollection","name":"wells","bbox":[14,44,16,46],"features":[' + features + "]}"
+    ).encode()
+    assert 25 * MB < len(body) < 40 * MB
+    found = crawl_file(tmp_path, "wells.geojson", body, "application/geo+json", "GEOJSON")
+    assert [(r["title"], r["bbox"]) for r in found] == [("wells", [14.0, 44.0, 16.0, 46.0])]
+
+
+# --- max_memory_bytes enforced: bodies admitted under it, one that cannot fit deferred ----------------------
+
+
+def html_of(size: int) -> bytes:
+    return b"<html><body>" + b"<p>" + b"x" * (size - 40) + b"</p></body></html>"
+
+
+def test_bodies_are_admitted_under_max_memory_bytes_and_one_that_cannot_fit_is_deferred(tmp_path):
+    """Eight 6 MB pages at once (a host allowing eight requests) and one 12 MB page, under a bound of
+    20 MB for the crawl's memory: the pages wait for each other's reads, the one that can never fit is
+    deferred with a logged reason; the crawl's peak stays within the bound of its start."""
+    pages = {f"/p{i}.html": html_of(6 * MB) for i in range(8)} | {"/big.html": html_of(12 * MB)}
+
+    def serve_page(body):
+        async def handle(request):
+            return web.Response(body=body, content_type="text/html")
+
+        return handle
+
+    routes = {"/": page(*pages)} | {path: serve_page(body) for path, body in pages.items()}
+    settings = {"GEOWEB_PER_HOST_CONCURRENCY": "8", "GEOWEB_MAX_BODY_BYTES": str(16 * MB)}
+    unbounded, _ = crawl_peak(tmp_path, routes, "/", env=settings)
+    bounded, _ = crawl_peak(tmp_path, routes, "/", env=settings | {"GEOWEB_MAX_MEMORY_BYTES": str(20 * MB)})
+    stderr = (tmp_path / "stderr").read_text()
+    print(f"\npeak RSS, eight 6 MB pages and one of 12 MB at once: {unbounded / MB:.0f} MB unbounded, "
+          f"{bounded / MB:.0f} MB with max_memory_bytes at 20 MB")  # fmt: skip
+    assert "/big.html: body of 12.0 MB not read (no room left)" in stderr
+    assert "level 1: 8 URLs fetched, 0 failed, 1 deferred" in stderr and bounded < unbounded

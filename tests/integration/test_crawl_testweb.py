@@ -164,3 +164,21 @@ def test_requests_per_resource(testweb, crawl, capsys):
         print("requests per port:   " + ", ".join(f"{k} {v}" for k, v in sorted(per_port.items())))
         print(crawl.stderr[crawl.stderr.find("level  URLs") :].rstrip())
     assert len(crawl.requests) >= len(crawl.records)
+
+
+def test_files_are_titled_from_their_content(testweb, crawl):
+    """A KML document's name, a shapefile's metadata record, GDAL's layer folder: the title the file itself
+    carries; none for a file that carries none (never its file name: GeoHub shows that as the last resort)."""
+    truth = {key: r for key, r in planted(testweb, "links").items() if "title" in r}
+    assert any(r["title"] for r in truth.values()), (
+        "the manifest records no file titles: rebuild the test web"
+    )
+    assert any(r["title"] is None for r in truth.values())
+    wrong = [
+        f"  {record['type']:9} {record['url']}: {record['title']!r}, planted {truth[key]['title']!r}"
+        for record in crawl.records
+        if (key := (record["url"], record["type"])) in truth and record["title"] != truth[key]["title"]
+    ]
+    assert not wrong, "\n".join(wrong)
+    titled = {key for key, r in truth.items() if r["title"]}
+    assert titled <= crawl.found  # each titled file found, so none passes unread

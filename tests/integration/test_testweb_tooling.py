@@ -134,3 +134,26 @@ def test_stop_ends_the_whole_process_group(scratch):
 def test_capture_refuses_what_is_not_the_capabilities_asked_for(body, message):
     with pytest.raises(capture.CaptureError, match=message):
         capture.checked(body, "http://127.0.0.1:18010/x", "1.3.0")
+
+
+def test_the_planted_files_carry_the_titles_the_truth_records(tmp_path, monkeypatch):
+    """The title the manifest records for a planted file is the one the detectors read from the file as
+    built (a KML document's name, a shapefile's metadata, GDAL's layer folder, none)."""
+    import asyncio
+
+    from geoweb.detect import load_detector
+    from tests.data.files.make_fixtures import context, response
+    from testweb import files
+
+    monkeypatch.setattr(files, "site_root", lambda port: tmp_path / str(port))  # away from the real web
+    recorded = {r["url"]: r for r in truth.manifest()["resources"] if "title" in r}
+    for planted in (files.TRAILS, files.DISTRICTS, files.PARKS, files.COASTLINE):
+        planted.write()
+        detector = load_detector("kml" if planted.type == "KML" else "shapefile")
+        [resource] = asyncio.run(detector.detect(response(planted.url, planted.file.read_bytes()), context()))
+        assert resource.title == recorded[planted.url]["title"] == planted.found_title
+    assert (files.TRAILS.found_title, files.DISTRICTS.found_title) == (
+        "Hiking trails of Lapland",
+        "Central Tokyo wards",
+    )
+    assert (files.PARKS.found_title, files.COASTLINE.found_title) == ("parks", None)

@@ -104,3 +104,13 @@ def test_a_run_never_begun_is_refused(store, site):
     with pytest.raises(psycopg2.errors.ForeignKeyViolation, match="crawl_runs"):
         store.frontier.add_urls("never-begun", 0, [(f"{site}/", None, None)], 4)
     assert scalar(store, "SELECT count(*) FROM frontier WHERE run_id = 'never-begun'") == 0
+
+
+def test_a_page_over_the_memory_bound_is_deferred_with_its_reason():
+    from geoweb.models import Page, URLStatus
+    from geoweb.store.frontier import outcome
+
+    page = Page("http://h/big.html", None, 1, deferred="memory_budget")
+    assert outcome(page) == (
+        URLStatus.DEFERRED, "memory_budget", "not read: the answer did not fit in the memory bound"
+    )  # fmt: skip

@@ -107,3 +107,28 @@ def test_host_budget_ends_a_trap_before_max_level(tmp_path):
     assert report.stats["skip/robots_disallowed"] == 1
     assert report.stats["filter/host_budget"] >= 1
     assert len([p for p in requests if p != "/robots.txt"]) == 5
+
+
+def test_a_page_over_the_memory_bound_is_deferred_not_failed():
+    """A body the memory budget refuses is the crawl's limit, not the host's failure: deferred with the
+    reason (a later run reads it), the host's other pages fetched."""
+    from geoweb.crawl.engine import Crawler, Link
+    from geoweb.fetch import Response
+    from geoweb.fetch.memory import OverMemoryBudget
+
+    async def fetch(url, **kwargs):
+        if url.endswith("/big"):
+            raise OverMemoryBudget("a body of 300000000 bytes does not fit under max_memory_bytes")
+        return Response(url, url, 200, {"content-type": "text/html"}, b"<html></html>")
+
+    pages = []
+    crawler = Crawler(fetch, [], settings=Settings(host_max_failures=1), seen=set())
+    links = [Link("http://h/big", None), Link("http://h/a", None), Link("http://h/b", None)]
+    result = asyncio.run(crawler.run_level(links, 0, pages.append))
+    assert {p.url: p.deferred for p in pages} == {
+        "http://h/big": "memory_budget",
+        "http://h/a": None,
+        "http://h/b": None,
+    }
+    assert (result.stats.deferred, result.stats.failures, crawler.set_aside) == (1, 0, {})
+    assert crawler.stats["defer/memory_budget"] == 1

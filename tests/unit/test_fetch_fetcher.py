@@ -5,12 +5,10 @@ import email.utils
 from collections import Counter
 
 import pytest
-from aiohttp import web
 
 from geoweb.fetch import Fetcher, Response
 from geoweb.fetch.fetcher import retry_after_seconds
 from geoweb.settings import Settings
-from tests.data.files.make_fixtures import serve
 from tests.hostile.servers import PAGE, HostileServer, fetch_each, loopback_settings
 
 
@@ -130,27 +128,3 @@ def test_get_outside_async_with_is_refused():
 )
 def test_retry_after_values(value, seconds):
     assert retry_after_seconds(value, now=1_000_000) == seconds
-
-
-def test_bodies_allowed_past_the_body_cap_are_read_one_at_a_time():
-    """Capabilities probes (and a KML fetched again) may be twice the body cap or more: one at a time, so a
-    crawl process never holds several; ordinary pages still share the host's two slots."""
-    in_flight = {"now": 0, "most": 0}
-
-    async def slow(request):
-        in_flight["now"] += 1
-        in_flight["most"] = max(in_flight["most"], in_flight["now"])
-        await asyncio.sleep(0.2)
-        in_flight["now"] -= 1
-        return web.Response(body=b"<x/>")
-
-    async def run(max_bytes):
-        in_flight["most"] = 0
-        async with serve({"/caps": slow}) as base:
-            settings = Settings(allowed_hosts=frozenset({base.removeprefix("http://")}), obey_robots=False)
-            async with Fetcher(settings) as fetcher:
-                await asyncio.gather(*(fetcher.get(f"{base}/caps", max_bytes=max_bytes) for _ in range(3)))
-        return in_flight["most"]
-
-    assert asyncio.run(run(2 * Settings().max_body_bytes)) == 1
-    assert asyncio.run(run(None)) == 2

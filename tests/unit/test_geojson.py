@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+from pathlib import Path
 
 import geopandas as gpd
 import pytest
@@ -184,3 +185,15 @@ def test_a_head_that_proves_no_geojson_file_is_a_miss(tmp_path, caplog, name, pr
     assert found == [] and stats["geojson/miss/not_geojson"] == 1
     assert reason in caplog.records[-1].getMessage()
     assert fetch.bytes <= 65536
+
+
+def test_ogr2ogr_output_is_titled_by_its_layer_name_bounded():
+    # rasterio's test file (tests/data/files/geojson/README.md): ogr2ogr's name member and CRS84 crs member
+    body = (
+        Path(__file__).resolve().parents[1] / "data" / "files" / "geojson" / "issue1446.geojson"
+    ).read_bytes()
+    [resource] = detect(response("http://h/data/lines.geojson", body))
+    assert (resource.title, resource.extra["features"]) == ("test_lines", 7)
+    long = json.dumps({"type": "FeatureCollection", "name": " a\n" + "b" * 5000, "features": []}).encode()
+    [resource] = detect(response("http://h/data/lines.geojson", long))
+    assert resource.title.startswith("a bbb") and len(resource.title) == 300

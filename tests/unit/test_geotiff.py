@@ -5,6 +5,7 @@ import asyncio
 import struct
 import subprocess
 import warnings
+from pathlib import Path
 
 import pytest
 from pyproj import Transformer
@@ -269,3 +270,49 @@ def test_a_directory_beyond_the_head_costs_one_more_range_request(cases):
     ]
     assert ctx.stats["geotiff/range_requests"] == 2 and ctx.stats["geotiff/directory_further_in"] == 1
     assert resource.extra["crs"] == "EPSG:32633"
+
+
+# --- titles from the file's metadata (tests/data/files/geotiff/README.md) ------------------------------------
+
+REAL = Path(__file__).resolve().parents[1] / "data" / "files" / "geotiff"
+
+
+@pytest.mark.parametrize(
+    ("name", "bbox"),
+    [
+        # DocumentName is the path libtiff's tools wrote: no title, nor the file name it ends in
+        ("image_rioCOG_gdal3.1.tif", (3.0, 1.0, 4.0, 2.0)),
+        # ImageDescription is a JSON blob of a satellite pipeline: neither title nor abstract
+        ("all-nodata.tif", None),
+    ],
+)
+def test_metadata_that_names_nothing_is_no_title(name, bbox):
+    [resource] = detect(response(f"http://h/{name}", (REAL / name).read_bytes()))
+    assert (resource.title, resource.abstract, resource.datasets[0].title) == (None, None, None)
+    if bbox:
+        assert resource.bbox == pytest.approx(bbox)
+    else:
+        assert resource.extra["crs"] == "EPSG:32628"
+
+
+@pytest.mark.parametrize(
+    ("options", "title", "abstract"),
+    [
+        # a GDAL_METADATA item naming the dataset, as rio-cogeo's image_tags.tif carries it
+        (("-mo", "DatasetName=my useful dataset"), "my useful dataset", None),
+        (("-mo", "TIFFTAG_DOCUMENTNAME=Alpine relief 2024", "-mo", "TIFFTAG_IMAGEDESCRIPTION=Shaded, 20 m"),
+         "Alpine relief 2024", "Shaded, 20 m"),
+        (("-mo", "TIFFTAG_IMAGEDESCRIPTION=Alpine relief 2024"), "Alpine relief 2024", None),
+        (("-mo", "TIFFTAG_IMAGEDESCRIPTION=Relief of the Alps\nfrom the 2024 survey, 20 m cells"),
+         None, "Relief of the Alps\nfrom the 2024 survey, 20 m cells"),
+        (("-mo", "TITLE=  Sea\tsurface  ", "-mo", "TIFFTAG_DOCUMENTNAME=C:\\data\\sst.tif"), "Sea surface", None),
+    ],
+)  # fmt: skip
+def test_the_title_is_the_files_own_metadata(tmp_path, options, title, abstract):
+    source = make_geotiff(tmp_path, "source.tif", size=64)
+    path = tmp_path / "named.tif"
+    gdal("gdal_translate", "-q", *options, str(source), str(path))
+    for complete in (True, False):  # downloaded whole, or its header read by Range
+        [resource] = detect_served(path, LoopbackFetch(), complete=complete)
+        assert (resource.title, resource.abstract, resource.datasets[0].title) == (title, abstract, title)
+        assert resource.datasets[0].name == "image"  # the file's stem names the dataset, never the resource

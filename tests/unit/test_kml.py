@@ -1,8 +1,10 @@
 """KML and KMZ detection: what is accepted, what is confirmed, and what is extracted."""
 
 import asyncio
+import hashlib
 import os
 import zipfile
+from pathlib import Path
 from zipfile import ZIP_STORED as STORED
 
 import pytest
@@ -257,7 +259,7 @@ def big_kml(placemarks: int) -> bytes:
     return kml_bytes(f"<Document><name>Stations</name>{points}</Document>")
 
 
-def test_plain_kml_over_the_body_cap_is_fetched_again_under_the_kml_cap(tmp_path):
+def test_plain_kml_over_the_body_cap_is_read_as_it_downloads_under_the_kml_cap(tmp_path):
     path = tmp_path / "stations.kml"
     path.write_bytes(big_kml(120_000))
     assert path.stat().st_size > 2 * MB
@@ -274,7 +276,61 @@ def test_plain_kml_over_the_body_cap_is_fetched_again_under_the_kml_cap(tmp_path
     assert not first.complete
     assert resource.extra == {"placemarks": 120_000, "format": "kml"}
     assert resource.bbox == (15.0, 45.5, 15 + 119_999 / 10**7, 45.5)
-    assert resource.content_sha256 is not None  # the second download is the whole file
-    # the crawl read nothing (Content-Length over the cap): one Range request for the head, then the file
-    assert fetch.sent == [{"Range": "bytes=0-65535"}, {}]
+    assert resource.content_sha256 == hashlib.sha256(path.read_bytes()).hexdigest()  # of the whole file
+    # the crawl read nothing (Content-Length over the cap): one GET, given to the reader, nothing kept
+    assert fetch.sent == [{}] and fetch.bytes == 0 and fetch.streamed == path.stat().st_size
     assert stats["kml/large_files"] == 1
+
+
+# --- titles from content: GDAL autotest's files (tests/data/files/kml/README.md) ---------------------------
+
+GDAL_KML = Path(__file__).resolve().parents[1] / "data" / "files" / "kml"
+
+
+@pytest.mark.parametrize(
+    ("name", "version", "title", "abstract"),
+    [
+        ("placemark_in_root_and_subfolder.kml", "2.2", "TopLevel", None),  # the Document's name
+        ("emptylayers_without_folder.kml", "2.2", "Test", None),
+        ("folder_with_subfolder_placemark.kml", "2.2", "MainFolder", None),  # kml/Folder as the container
+        # no container name: the first named Placemark's, its description not the file's
+        ("placemark.kml", "2.1", "Simple placemark", None),
+        ("several_schema_in_layer.kml", "2.2", "An instance of A", None),
+        ("gx_track_without_when.kml", "2.2", None, None),  # nothing named: no title, never the file name
+    ],
+)
+def test_the_title_comes_from_the_document(name, version, title, abstract):
+    body = (GDAL_KML / name).read_bytes()
+    for resp in (
+        response(f"http://h/files/{name}", body),
+        response("http://h/get?f=7", zip_bytes({"doc.kml": body})),
+    ):
+        [resource] = detect(resp)
+        assert (resource.version, resource.title, resource.abstract) == (version, title, abstract)
+
+
+def test_a_gdal_export_is_titled_by_its_layer_folder():
+    # ogr2ogr writes an unnamed Document with one named Folder per layer
+    body = kml_bytes(
+        '<Document id="root_doc"><Folder><name>trails</name><Placemark><name>Kungsleden</name>'
+        "<LineString><coordinates>15,62 16,62.5</coordinates></LineString></Placemark></Folder></Document>"
+    )
+    [resource] = detect(response("http://h/data/trails.kml", body))
+    assert (resource.title, [d.name for d in resource.datasets]) == ("trails", ["trails"])
+
+
+def test_snippet_is_the_abstract_without_a_description_and_texts_are_bounded():
+    long_name = "Lakes \n\t of the north " + "x" * 10_000
+    body = kml_bytes(
+        f"<Document><name>{long_name}</name><Snippet maxLines='2'> Lakes, rivers </Snippet>"
+        f"<Folder><name>  A\n  folder </name></Folder></Document>"
+    )
+    [resource] = detect(response("http://h/lakes.kml", body))
+    assert resource.title.startswith("Lakes of the north xxx") and len(resource.title) == 300
+    assert resource.abstract == "Lakes, rivers"
+    assert [d.name for d in resource.datasets] == ["A folder"]
+    described = kml_bytes(
+        "<Document><description>" + "y" * 9000 + "</description><Snippet>s</Snippet></Document>"
+    )
+    [resource] = detect(response("http://h/lakes.kml", described))
+    assert resource.abstract == "y" * 5000

@@ -68,9 +68,16 @@ class FakeWeb:
     def __init__(self, pages: dict[str, bytes | Exception] | None = None):
         self.pages = pages or {}
         self.requested: list[str] = []
+        self.caps: list[int | None] = []  # max_bytes of each request (None: the body cap)
+        self.in_flight = self.most_in_flight = 0
 
     async def fetch(self, url: str, *, headers=None, max_bytes=None) -> Response:
         self.requested.append(url)
+        self.caps.append(max_bytes)
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        await asyncio.sleep(0.001)
+        self.in_flight -= 1
         page = self.pages.get(url, HTTPStatusError(404, url=url))
         if isinstance(page, Exception):
             raise page
@@ -223,6 +230,16 @@ def test_probe_failures_are_counted_and_logged_never_raised(caplog):
     assert caplog.text.count("missed (connection)") == len(OGC_TYPES)
 
 
+def test_probes_go_one_at_a_time_under_the_body_cap_and_a_type_found_is_not_asked_again():
+    endpoint = "http://h/cgi-bin/mapserv?map=/srv/a.map"
+    web = FakeWeb({probe(endpoint, "WMS"): WFS_DOC, probe(endpoint, "WCS"): WCS_DOC})
+    found = detect(response(endpoint, b"<html>a map viewer</html>", "text/html"), web.context())
+    assert sorted(r.type for r in found) == ["WCS", "WFS"]
+    # the WMS probe answered WFS: WFS is not asked for again
+    assert web.requested == [probe(endpoint, t) for t in OGC_TYPES if t != "WFS"]
+    assert set(web.caps) == {None} and web.most_in_flight == 1
+
+
 def test_truncated_body_is_not_parsed_but_the_probe_recovers_it():
     endpoint = "http://h/wms"
     web = FakeWeb({probe(endpoint, "WMS"): WMS_DOC})
@@ -267,7 +284,7 @@ def test_csw_records_are_counted_with_one_hits_request():
         (b"<html>oops", "(malformed)"),
         (hits_response("-1"), "numberOfRecordsMatched is '-1'"),
         (hits_response("many"), "numberOfRecordsMatched is 'many'"),
-        (RSS_DOC, "not a GetRecords response"),
+        (RSS_DOC, "root element 'rss' is none of GetRecordsResponse"),
     ],
 )
 def test_a_failed_hits_request_leaves_the_count_null_with_a_logged_reason(answer, reason, caplog):

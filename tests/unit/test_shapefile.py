@@ -1,6 +1,8 @@
 """Zipped shapefile detection: downloaded archives read with pyogrio, large ones through HTTP Range reads."""
 
 import asyncio
+import os
+from pathlib import Path
 from zipfile import ZIP_STORED as STORED
 
 import pyogrio
@@ -219,3 +221,54 @@ def test_complete_body_over_the_download_cap_goes_by_range(tmp_path):
     assert first.complete
     assert resource.extra["inspected"] == "range"
     assert fetch.requests == 1
+
+
+# --- titles from a metadata member (tests/data/files/shapefile/README.md) ------------------------------------
+
+REAL = Path(__file__).resolve().parents[1] / "data" / "files" / "shapefile"
+BOX = {f"box.{ext}": (REAL / f"box.{ext}").read_bytes() for ext in ("shp", "shx", "dbf", "prj")}
+ESRI_METADATA = (
+    b'<?xml version="1.0"?><metadata xml:lang="en"><Esri><ArcGISFormat>1.0</ArcGISFormat></Esri>'
+    b"<dataIdInfo><idCitation><resTitle>Study area box</resTitle></idCitation>"
+    b"<idAbs>The box of the 2014 survey.</idAbs></dataIdInfo></metadata>"
+)
+FGDC_TITLE = "ALLSPECIES"
+FGDC_ABSTRACT = (
+    "272 Categorized Initiatives: Initiatives are referenced to a Category, Sub-Category and Subject"
+)
+
+
+@pytest.mark.parametrize(
+    ("member", "metadata", "title", "abstract"),
+    [
+        ("box.shp.xml", (REAL / "9250AA67-F3AC-6C12-0CB9-0662231AA181_fgdc.xml").read_bytes(), FGDC_TITLE,
+         FGDC_ABSTRACT),  # FGDC CSDGM, as ArcMap wrote .shp.xml
+        ("box.shp.xml", (REAL / "9250AA67-F3AC-6C12-0CB9-0662231AA181_iso.xml").read_bytes(), FGDC_TITLE,
+         FGDC_ABSTRACT),  # ISO 19139
+        ("box.xml", (REAL / "metawal.wallonie.be-catchments.xml").read_bytes(), "Protection des captages - Série",
+         "Cette collection de données comprend les zones de surveillance"),  # ISO 19115-3
+        ("BOX.SHP.XML", ESRI_METADATA, "Study area box", "The box of the 2014 survey."),  # ArcGIS's own format
+        ("box.shp.xml", b"<html><body>metadata</body></html>", None, None),  # no known record
+        ("box.shp.xml", b'<!DOCTYPE m [<!ENTITY a "aaaa">]><metadata>&a;</metadata>', None, None),  # refused
+    ],
+)  # fmt: skip
+def test_the_title_comes_from_the_metadata_member(tmp_path, member, metadata, title, abstract):
+    archive = zip_bytes(BOX | {member: metadata})
+    padded = tmp_path / "box.zip"
+    padded.write_bytes(
+        zip_bytes(BOX | {member: metadata, "padding.bin": os.urandom(11 * MB)}, compression=STORED)
+    )
+    [whole] = detect(response("http://h/box.zip", archive))
+    _, fetch, [ranged] = asyncio.run(crawl_and_detect(padded))
+    for resource in (whole, ranged):
+        [dataset] = resource.datasets
+        assert (resource.title, dataset.title, dataset.name) == (title, title, "box")
+        assert (resource.abstract or "").startswith(abstract or "")
+        assert dataset.extra.get("abstract") == resource.abstract
+    assert whole.datasets[0].extra["features"] == 1 and whole.datasets[0].extra["crs"] == "EPSG:32618"
+    assert fetch.requests == 2  # the directory, then the metadata member
+
+
+def test_without_metadata_there_is_no_title(tmp_path):
+    [resource] = detect(response("http://h/box.zip", zip_bytes(BOX)))
+    assert (resource.title, resource.abstract, resource.datasets[0].title) == (None, None, None)

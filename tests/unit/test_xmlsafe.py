@@ -2,7 +2,7 @@ import pytest
 from lxml import etree
 
 from geoweb.errors import MalformedContent, UnsafeContent
-from geoweb.xmlsafe import looks_like_xml, parse_xml, strip_bom
+from geoweb.xmlsafe import looks_like_xml, parse_xml, sniff, strip_bom
 
 LATIN1 = '<?xml version="1.0" encoding="ISO-8859-1"?><r>Zürich</r>'.encode("iso-8859-1")
 
@@ -101,3 +101,15 @@ def test_excessive_depth_is_unsafe():
 )
 def test_looks_like_xml(head, expected):
     assert looks_like_xml(head) is expected
+
+
+def test_a_root_none_of_those_expected_is_refused_from_its_start_tag():
+    laughs = (
+        b'<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;">]>'
+        b"<rss>" + b"<item>&lol2;</item>" * 100_000 + b"</rss>"
+    )
+    assert sniff(laughs) == (None, "rss")
+    with pytest.raises(MalformedContent, match="root element 'rss' is none of schema, ExceptionReport"):
+        parse_xml(laughs, roots=("schema", "ExceptionReport"))
+    root = parse_xml(b'<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema"/>', roots=("schema",))
+    assert root.tag == "{http://www.w3.org/2001/XMLSchema}schema"

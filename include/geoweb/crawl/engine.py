@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from geoweb.crawl.report import CrawlReport
 from geoweb.detect.base import DetectContext, Detector
 from geoweb.errors import FetchError, GeowebError, RobotsDisallowed
+from geoweb.fetch.memory import OverMemoryBudget
 from geoweb.fetch.response import Response
 from geoweb.links.extract import extract_links
 from geoweb.links.filters import HostBudget, URLFilters
@@ -204,6 +205,12 @@ class Crawler:
                 except RobotsDisallowed as exc:
                     self.stats["skip/robots_disallowed"] += 1  # never requested: neither fetched nor failed
                     page.error = exc
+                except (
+                    OverMemoryBudget
+                ) as exc:  # the crawl's memory, not the host's fault: a later run reads it
+                    page.deferred = exc.reason
+                    stats.deferred += 1
+                    self.stats[f"defer/{exc.reason}"] += 1
                 except FetchError as exc:
                     stats.urls += 1
                     stats.failures += 1

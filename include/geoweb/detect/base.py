@@ -28,7 +28,9 @@ Fetch = Callable[..., Awaitable[Response]]
 class DetectContext:
     """What detectors may use: the run's fetch, its settings, a run-wide 'first time' check, counters."""
 
-    fetch: Fetch  # fetch(url, *, headers=None, max_bytes=None) -> Response; raises geoweb.errors.FetchError
+    # fetch(url, *, headers=None, max_bytes=None, tail=False, sink=None) -> Response (Fetcher.get); raises
+    # geoweb.errors.FetchError
+    fetch: Fetch
     settings: Settings
     types: Collection[str]  # resource types wanted in this run
     first_time: Callable[[str], bool]  # True once per key per run (shared across workers in a fan-out)

@@ -25,6 +25,7 @@ from geoweb.fetch.response import Response
 from geoweb.jsonsafe import objects, response_object, value_at
 from geoweb.links.normalize import normalize_url
 from geoweb.models import BBox, Dataset, Resource, sha256
+from geoweb.values import one_line
 
 GEOJSON_MEDIA_TYPES = ("application/geo+json", "application/vnd.geo+json")
 GEOJSON_EXTENSIONS = (".geojson", ".json")
@@ -124,7 +125,9 @@ def _described(response: Response, document: dict, *, whole: bool) -> Resource:
             lats.append(lat)
     computed = (min(lons), min(lats), max(lons), max(lats)) if lons and whole else None
     bbox = _declared_bbox(document.get("bbox")) or computed
-    title = next((v for v in (document.get("name"), document.get("title")) if isinstance(v, str) and v), None)
+    title = one_line(document.get("name")) or one_line(
+        document.get("title")
+    )  # ogr2ogr writes the layer's name
     extra = {"features": _feature_count(document) if whole else None, "geometry_types": sorted(kinds)}
     if not whole:
         extra["read"] = "head"

@@ -5,7 +5,9 @@ layout of the first image, the number of images (overviews), and the presence of
 without one is a plain image, not a GeoTIFF). The CRS and the footprint are GDAL's (rasterio), read from the
 bytes fetched: every CRS GDAL knows is placed right (user-defined ones with their parameters, other prime
 meridians and angular units, PixelIsPoint rasters, ESRI WKT citations), and a footprint GDAL cannot place is
-null, never guessed from raw numbers.
+null, never guessed from raw numbers. The title and abstract are the file's own metadata as GDAL reads it
+(``file_texts``): a title item of its GDAL metadata, its TIFF DocumentName or a one-line ImageDescription,
+never a path or a file name.
 
 A body the crawl did not read whole is not downloaded: the first ``HEADER_BYTES`` are read with one HTTP
 Range request, and a server ignoring Range costs only that prefix. When the first image's directory, or the
@@ -31,6 +33,7 @@ from geoweb.errors import GeowebError, HTTPStatusError, MalformedContent, RangeN
 from geoweb.fetch.response import Response
 from geoweb.links.normalize import normalize_url
 from geoweb.models import BBox, Dataset, Resource, sha256
+from geoweb.values import ABSTRACT_CHARS, TITLE_CHARS, one_line, stripped
 
 HEADER_BYTES = 64 * 1024  # COG puts every IFD and tag value before the image data, well inside this
 TIFF_MAGICS = (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")
@@ -282,7 +285,8 @@ def geotiff_resource(response: Response, fetched: Fetched, header: TiffHeader) -
     tiled = TILE_WIDTH in first and TILE_LENGTH in first
     if not tiled and STRIP_OFFSETS not in first:
         raise MalformedContent("the first image has neither tiles nor strips")
-    crs, bbox = gdal_footprint(fetched)
+    crs, bbox, tags = read_with_gdal(fetched)
+    title, abstract = file_texts(tags)
     overviews = len(header.ifds) - 1
     extra = {
         "width": width,
@@ -299,7 +303,11 @@ def geotiff_resource(response: Response, fetched: Fetched, header: TiffHeader) -
     return Resource(
         url=normalize_url(response.final_url) or response.final_url,
         type="GEOTIFF",
-        datasets=[Dataset(name=stem, bbox=bbox, extra={"width": width, "height": height, "crs": crs})],
+        title=title,
+        abstract=abstract,
+        datasets=[
+            Dataset(name=stem, title=title, bbox=bbox, extra={"width": width, "height": height, "crs": crs})
+        ],
         bbox=bbox,
         extra=extra,
         content_sha256=sha256(response.body) if response.complete else None,
@@ -310,9 +318,10 @@ def geotiff_resource(response: Response, fetched: Fetched, header: TiffHeader) -
 _GDAL_OPTIONS = {"GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR", "GDAL_NUM_THREADS": "1", "CPL_DEBUG": "OFF"}
 
 
-def gdal_footprint(fetched: Fetched) -> tuple[str | None, BBox | None]:
-    """The CRS (``EPSG:n`` when it is one, else its WKT) and the WGS84 footprint GDAL gives the image;
-    (None, None) when GDAL finds no CRS or no geotransform, a None footprint when it cannot place it."""
+def read_with_gdal(fetched: Fetched) -> tuple[str | None, BBox | None, dict[str, str]]:
+    """The CRS (``EPSG:n`` when it is one, else its WKT), the WGS84 footprint GDAL gives the image and the
+    file's metadata (GDAL's default domain: TIFF tags and GDAL_METADATA items); no CRS or no footprint when
+    GDAL finds no CRS or no geotransform, a None footprint when it cannot place it."""
     import rasterio  # imported here: GDAL loads in a second, and only GeoTIFFs need it
     from rasterio.errors import NotGeoreferencedWarning
     from rasterio.warp import transform_bounds
@@ -320,9 +329,10 @@ def gdal_footprint(fetched: Fetched) -> tuple[str | None, BBox | None]:
     try:
         with warnings.catch_warnings(), rasterio.Env(**_GDAL_OPTIONS), _opened(fetched) as dataset:
             warnings.simplefilter("ignore", NotGeoreferencedWarning)  # a transform-less image is no footprint
+            tags = dataset.tags()
             source = dataset.crs
             if source is None or dataset.transform.is_identity:
-                return None, None
+                return None, None, tags
             code = source.to_epsg()
             crs = f"EPSG:{code}" if code else source.to_wkt()
             corners = [
@@ -334,14 +344,46 @@ def gdal_footprint(fetched: Fetched) -> tuple[str | None, BBox | None]:
                     source, "EPSG:4326", min(xs), min(ys), max(xs), max(ys), densify_pts=21
                 )
             except Exception:
-                return crs, None
+                return crs, None, tags
     except Exception as exc:  # GDAL failing in any way on bytes nobody vetted
         raise MalformedContent(f"GDAL cannot read the header: {exc}") from None
     if not all(math.isfinite(v) for v in box) or not (
         -180.5 <= box[0] <= box[2] <= 180.5 and -90.5 <= box[1] <= box[3] <= 90.5
     ):
-        return crs, None
-    return crs, (max(box[0], -180.0), max(box[1], -90.0), min(box[2], 180.0), min(box[3], 90.0))
+        return crs, None, tags
+    return crs, (max(box[0], -180.0), max(box[1], -90.0), min(box[2], 180.0), min(box[3], 90.0)), tags
+
+
+# GDAL_METADATA items that name a dataset, upper-cased (a netCDF's NC_GLOBAL#title arrives as TITLE)
+TITLE_ITEMS = ("TITLE", "DATASETNAME", "DATASET_NAME")
+ABSTRACT_ITEMS = ("ABSTRACT", "DESCRIPTION", "SUMMARY")
+_FILE_NAME = re.compile(r"[\\/]|\.[A-Za-z][A-Za-z0-9]{1,4}$")  # a path, or a name ending in an extension
+_STRUCTURED = ("{", "[", "<")  # JSON or XML in an ImageDescription (cameras, tifffile, satellite pipelines)
+
+
+def file_texts(tags: dict[str, str]) -> tuple[str | None, str | None]:
+    """(title, abstract) of a GeoTIFF from its metadata: a title item of its GDAL metadata, else its TIFF
+    DocumentName, else its ImageDescription when that is one line; the abstract an abstract or description
+    item, else an ImageDescription of prose that is not the title. A path or a file name (libtiff tools
+    write the source path as DocumentName) and structured text are no title."""
+    items = {key.rpartition("#")[2].upper(): value for key, value in tags.items()}
+    description = stripped(items.get("TIFFTAG_IMAGEDESCRIPTION"))
+    candidates = [items.get(key) for key in TITLE_ITEMS] + [items.get("TIFFTAG_DOCUMENTNAME"), description]
+    title = next(filter(None, map(_title, candidates)), None)
+    abstract = next(filter(None, (stripped(items.get(key), ABSTRACT_CHARS) for key in ABSTRACT_ITEMS)), None)
+    if abstract is None and description and description != title and not description.startswith(_STRUCTURED):
+        abstract = stripped(description, ABSTRACT_CHARS)
+    return title, abstract
+
+
+def _title(value: str | None) -> str | None:
+    """``value`` as a title: one line of words, not a path, a file name or structured text."""
+    text = stripped(value)
+    if text is None or "\n" in text or len(text) > TITLE_CHARS or text.startswith(_STRUCTURED):
+        return None
+    if _FILE_NAME.search(text) or not any(c.isalpha() for c in text):
+        return None
+    return one_line(text)
 
 
 @contextmanager

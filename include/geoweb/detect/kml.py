@@ -12,6 +12,7 @@ the WGS84 extent of every coordinate in Point, LineString, LinearRing and gx:Tra
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 from collections.abc import Iterable, Iterator
@@ -20,12 +21,13 @@ from dataclasses import dataclass, field
 from lxml import etree
 
 from geoweb.detect.base import DetectContext, Detector
-from geoweb.detect.rangezip import HEAD_BYTES, read_head, read_member, remote_directory
+from geoweb.detect.rangezip import HEAD_BYTES, read_member, remote_directory
 from geoweb.errors import GeowebError, HTTPStatusError, MalformedContent, UnsafeContent
 from geoweb.fetch.response import Response
 from geoweb.links.normalize import normalize_url
 from geoweb.models import BBox, Dataset, Resource, sha256
 from geoweb.settings import Settings
+from geoweb.values import ABSTRACT_CHARS, one_line, stripped
 from geoweb.xmlsafe import strip_bom
 from geoweb.ziputil import TAIL_BYTES, ZIP_MAGIC, ZipEntry, ZipReader
 
@@ -68,17 +70,18 @@ class KMLDetector(Detector):
     async def detect(self, response: Response, ctx: DetectContext) -> list[Resource]:
         if not ctx.wants("KML"):
             return []
+        cap = ctx.settings.kml_max_bytes
         try:
             if not 200 <= response.status < 300:
                 raise HTTPStatusError(response.status, url=response.final_url)
             if response.complete:
                 fmt, document = kml_document(response.body, ctx.settings)
+                resource = kml_resource(response, fmt, read_kml(document, max_bytes=cap))
             elif _names_kmz(response):  # too large to download: only its main KML is read
-                fmt, document = "kmz", [await kmz_document_by_range(response.final_url, ctx)]
-            else:  # a plain KML over the body cap: fetched again under the KML cap, read streamed
-                response = await kml_over_the_cap(response, ctx)
-                fmt, document = "kml", [response.body]
-            resource = kml_resource(response, fmt, document, ctx.settings)
+                document = await kmz_document_by_range(response.final_url, ctx)
+                resource = kml_resource(response, "kmz", read_kml(document, max_bytes=cap))
+            else:
+                resource = await kml_streamed(response, ctx)
         except GeowebError as exc:
             return ctx.miss(self.name, response.final_url, exc)
         ctx.stats["kml/found"] += 1
@@ -109,30 +112,34 @@ def kml_document(body: bytes, settings: Settings) -> tuple[str, Iterable[bytes]]
     return "kml", [body]
 
 
-async def kml_over_the_cap(response: Response, ctx: DetectContext) -> Response:
-    """The whole of a plain KML file the body cap cut, fetched again up to ``kml_max_bytes``.
+async def kml_streamed(response: Response, ctx: DetectContext) -> Resource:
+    """The resource of a plain KML file over the body cap, fetched again up to ``kml_max_bytes`` and read as
+    it downloads (the fetch's sink is a ``KMLReader``): the file is never held, and a server ignoring Range
+    is no obstacle.
 
-    Only a file whose first bytes open a ``kml`` root is fetched again (the cut body's, or one Range
-    request's when the crawl read none of it), so an HTML page at ``x.kml`` costs no second download.
+    A cut body whose first bytes open no ``kml`` root is not fetched again; one the crawl did not read (its
+    declared length over the cap) ends at its first chunk when its root is no ``kml`` (an HTML page at
+    ``x.kml``): the reader refuses it from its start tag.
     """
-    head = await read_head(ctx, response, HEAD_BYTES, counter="kml")
-    if not _KML_ROOT.search(head):
-        raise NotKML(f"no kml root in the first {len(head)} bytes of a file over the body cap")
+    if response.body and not _KML_ROOT.search(response.body, 0, HEAD_BYTES):
+        raise NotKML(
+            f"no kml root in the first {min(len(response.body), HEAD_BYTES)} bytes of a file over the body cap"
+        )
     cap = ctx.settings.kml_max_bytes
     ctx.stats["kml/large_files"] += 1
-    whole = await ctx.fetch(response.final_url, max_bytes=cap)
+    reader = KMLReader(cap)
+    whole = await ctx.fetch(response.final_url, max_bytes=cap, sink=reader)
     if not 200 <= whole.status < 300:
         raise HTTPStatusError(whole.status, url=whole.final_url)
     if not whole.complete:
         raise UnsafeContent(f"KML file over the {cap}-byte KML cap (kml_max_bytes)")
-    return whole
+    return kml_resource(whole, "kml", reader.close(), reader.digest)
 
 
-def kml_resource(response: Response, fmt: str, document: Iterable[bytes], settings: Settings) -> Resource:
-    """The KML resource ``document`` (the file, or a KMZ's main KML) proves; raises a GeowebError saying why
-    not."""
-    limit = settings.kml_max_bytes if fmt == "kmz" else max(settings.max_xml_bytes, settings.kml_max_bytes)
-    summary = read_kml(document, max_bytes=limit)
+def kml_resource(response: Response, fmt: str, summary: KMLSummary, digest: str | None = None) -> Resource:
+    """The KML resource of ``summary`` (the file read, or a KMZ's main KML); ``digest`` is the file's
+    SHA-256 when its body was streamed rather than kept (none for a KMZ read in parts: a hash of the part
+    the crawl read would name every such file alike)."""
     return Resource(
         url=normalize_url(response.final_url) or response.final_url,
         type="KML",
@@ -145,7 +152,7 @@ def kml_resource(response: Response, fmt: str, document: Iterable[bytes], settin
         ],
         bbox=summary.whole.extent.bbox(),
         extra={"placemarks": summary.whole.placemarks, "format": fmt},
-        content_sha256=sha256(response.body),
+        content_sha256=digest or (sha256(response.body) if response.complete else None),
     )
 
 
@@ -185,92 +192,138 @@ class KMLSummary:
 
 
 def read_kml(document: Iterable[bytes], *, max_bytes: int) -> KMLSummary:
-    """Read a KML document, given in chunks, in one streamed pass (a pull parser), dropping each element
-    once it is read.
+    """The summary of a KML document given in chunks (``KMLReader`` fed each)."""
+    reader = KMLReader(max_bytes)
+    for chunk in document:
+        reader.feed(chunk)
+    return reader.close()
+
+
+class KMLReader:
+    """Reads a KML document fed chunk by chunk (``feed``, then ``close``) in one streamed pass of a pull
+    parser, dropping each element once it is read.
 
     Memory stays a chunk and a few counters whatever the document holds (a KMZ's 50 MB doc.kml with a
-    million placemarks is decompressed and parsed a megabyte at a time), and the root is checked at its
-    start tag, before anything else is read. A ``kml`` root without a namespace (older exporters write it
-    so) is KML of unknown version. The container is kml/Document, else kml/Folder, else kml itself; its
-    Folders are the datasets.
+    million placemarks is decompressed and parsed a megabyte at a time; a plain KML over the body cap is fed
+    as it downloads, never kept), and the root is checked at its start tag, before anything else is read. A
+    ``kml`` root without a namespace (older exporters write it so) is KML of unknown version. The container
+    is kml/Document, else kml/Folder, else kml itself; its Folders are the datasets. Its title is its name,
+    else the name of its first Folder or Placemark that has one (GDAL names only its layers' Folders); its
+    abstract its description, else its Snippet.
+
+    As a fetch's sink (``Fetcher.get(sink=...)``), ``reset`` starts the document again for each attempt.
     """
-    events = _events(document, max_bytes)
-    depth = -1  # of the element the event is about; the root is 0
-    version = None
-    container = False  # inside kml/Document or kml/Folder
-    has_container = False
-    part: _Part | None = None  # the container's Folder being read
-    whole, parts = _Part(), []
-    texts: dict[tuple[int, str], str | None] = {}  # (depth, name) of the root's and the container's texts
-    try:
-        for event, element in events:
-            tag = etree.QName(element).localname
-            if event == "start":
-                depth += 1
-                if depth == 0:
-                    version = _root_version(element)
-                elif depth == 1 and not has_container and tag in ("Document", "Folder"):
-                    container = has_container = True
-                elif depth == 2 and container and tag == "Folder":
-                    part = _Part()
-                    parts.append(part)
-                continue
-            if tag == "Placemark":
-                whole.placemarks += 1
-                if part is not None:
-                    part.placemarks += 1
-            elif tag in ("coordinates", "coord") and element.text:
-                for lon, lat in _positions(element.text, tag):
-                    whole.extent.add(lon, lat)
-                    if part is not None:
-                        part.extent.add(lon, lat)
-            elif tag in ("name", "description"):
-                text = (element.text or "").strip() or None
-                if depth == 3 and part is not None and tag == "name":
-                    part.name = text
-                elif depth == 1 or (depth == 2 and container):
-                    texts[(depth, tag)] = text
-            elif depth == 2 and tag == "Folder":
-                part = None
-            elif depth == 1 and container:
-                container = False
-            depth -= 1
-            element.clear()  # read: its text and children are not needed again
-            while element.getprevious() is not None:
-                del element.getparent()[0]
-    except etree.XMLSyntaxError as exc:
-        if exc.code == etree.ErrorTypes.ERR_RESOURCE_LIMIT:
-            raise UnsafeContent(f"XML document exceeds parser limits: {exc}") from None
-        raise MalformedContent(f"not well-formed XML: {exc}") from None
-    level = 2 if has_container else 1
-    title, abstract = texts.get((level, "name")), texts.get((level, "description"))
-    if not parts:
-        whole.name = title
-    return KMLSummary(version, title, abstract, whole, parts or [whole])
 
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
+        self.reset()
 
-def _events(document: Iterable[bytes], max_bytes: int) -> Iterator[tuple[str, etree._Element]]:
-    """The start and end events of a document fed chunk by chunk to a hardened pull parser."""
-    parser = etree.XMLPullParser(
-        events=("start", "end"), resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False
-    )
-    fed = 0
-    for chunk in document:
-        if fed == 0:
+    def reset(self) -> None:
+        self._parser = etree.XMLPullParser(
+            events=("start", "end"), resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False
+        )
+        self._hash = hashlib.sha256()
+        self.fed = 0
+        self._depth = -1  # of the element the event is about; the root is 0
+        self._version: str | None = None
+        self._container = False  # inside kml/Document or kml/Folder
+        self._has_container = False
+        self._part: _Part | None = None  # the container's Folder being read
+        self._whole, self._parts = _Part(), []
+        self._texts: dict[tuple[int, str], str] = {}  # (depth, name) of the root's and the container's texts
+        self._first_name: str | None = None  # of the container's first named Folder or Placemark
+
+    @property
+    def digest(self) -> str:
+        """The SHA-256 of the bytes fed."""
+        return self._hash.hexdigest()
+
+    def feed(self, chunk: bytes | memoryview) -> None:
+        if self.fed == 0:
             chunk = strip_bom(bytes(chunk[:4096])) + bytes(chunk[4096:])
         view = memoryview(chunk)
         # fed a megabyte at a time: libxml2's push parser refuses a larger buffer without huge_tree
         for start in range(0, len(view), FEED_BYTES):
-            piece = view[start : start + FEED_BYTES]
-            fed += len(piece)
-            if fed > max_bytes:
-                raise UnsafeContent(f"KML document over the {max_bytes}-byte cap")
-            parser.feed(bytes(piece))
-            yield from parser.read_events()
-    if fed == 0:
-        raise MalformedContent("not well-formed XML: empty document")
-    parser.close()
-    yield from parser.read_events()
+            piece = bytes(view[start : start + FEED_BYTES])
+            self.fed += len(piece)
+            if self.fed > self.max_bytes:
+                raise UnsafeContent(f"KML document over the {self.max_bytes}-byte cap")
+            self._hash.update(piece)
+            self._read(lambda piece=piece: self._parser.feed(piece))
+
+    def close(self) -> KMLSummary:
+        """The summary of the whole document; raises a GeowebError saying why it is not KML."""
+        if self.fed == 0:
+            raise MalformedContent("not well-formed XML: empty document")
+        self._read(self._parser.close)
+        level = 2 if self._has_container else 1
+        title = one_line(self._texts.get((level, "name"))) or self._first_name
+        abstract = stripped(self._texts.get((level, "description")) or self._texts.get((level, "Snippet")),
+                            ABSTRACT_CHARS)  # fmt: skip
+        if not self._parts:
+            self._whole.name = title
+        return KMLSummary(self._version, title, abstract, self._whole, self._parts or [self._whole])
+
+    def _read(self, step) -> None:
+        """Run a parser step and read the events it produced."""
+        try:
+            step()
+            for event, element in self._parser.read_events():
+                self._event(event, element)
+        except etree.XMLSyntaxError as exc:
+            if exc.code == etree.ErrorTypes.ERR_RESOURCE_LIMIT:
+                raise UnsafeContent(f"XML document exceeds parser limits: {exc}") from None
+            raise MalformedContent(f"not well-formed XML: {exc}") from None
+
+    def _event(self, event: str, element: etree._Element) -> None:
+        tag = etree.QName(element).localname
+        if event == "start":
+            self._depth += 1
+            depth = self._depth
+            if depth == 0:
+                self._version = _root_version(element)
+            elif depth == 1 and not self._has_container and tag in ("Document", "Folder"):
+                self._container = self._has_container = True
+            elif depth == 2 and self._container and tag == "Folder":
+                self._part = _Part()
+                self._parts.append(self._part)
+            return
+        depth, part = self._depth, self._part
+        if tag == "Placemark":
+            self._whole.placemarks += 1
+            if part is not None:
+                part.placemarks += 1
+        elif tag in ("coordinates", "coord") and element.text:
+            for lon, lat in _positions(element.text, tag):
+                self._whole.extent.add(lon, lat)
+                if part is not None:
+                    part.extent.add(lon, lat)
+        elif tag in ("name", "description", "Snippet"):
+            if element.text is not None:
+                self._text(depth, tag, element)
+        elif depth == 2 and tag == "Folder":
+            self._part = None
+        elif depth == 1 and self._container:
+            self._container = False
+        self._depth -= 1
+        element.clear()  # read: its text and children are not needed again
+        while element.getprevious() is not None:
+            del element.getparent()[0]
+
+    def _text(self, depth: int, tag: str, element: etree._Element) -> None:
+        """Keep the container's texts, its Folders' names and the name of its first named Folder or
+        Placemark."""
+        if depth == 1 or (depth == 2 and self._container):
+            self._texts[(depth, tag)] = element.text
+            return
+        top = depth == 3 if self._container else depth == 2 and not self._has_container
+        if tag != "name" or not top:
+            return
+        name = one_line(element.text)
+        if self._part is not None:  # the name of the container's Folder being read
+            self._part.name = name
+        if self._first_name is None and etree.QName(element.getparent()).localname in ("Folder", "Placemark"):
+            self._first_name = name
 
 
 def _root_version(root: etree._Element) -> str | None:
@@ -295,8 +348,9 @@ def kmz_document(body: bytes, settings: Settings) -> Iterable[bytes]:
     return reader.stream(_main_kml(reader.entries))
 
 
-async def kmz_document_by_range(url: str, ctx: DetectContext) -> bytes:
-    """The main KML of a KMZ too large to download: its directory, then that member, read by Range."""
+async def kmz_document_by_range(url: str, ctx: DetectContext) -> Iterable[bytes]:
+    """The main KML of a KMZ too large to download: its directory, then that member, read by Range and
+    decompressed as it is read."""
     entries, _ = await remote_directory(ctx, url, counter="kml")
     settings = ctx.settings
     return await read_member(

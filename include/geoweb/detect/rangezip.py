@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterator
 from dataclasses import replace
 
 from geoweb.detect.base import DetectContext
@@ -52,20 +53,41 @@ async def read_range(
     return response.body, total
 
 
+class Head:
+    """A fetch's sink keeping the first ``length`` bytes of a body and ending the read there."""
+
+    def __init__(self, length: int):
+        self.length = length
+        self.data = b""
+
+    def reset(self) -> None:
+        self.data = b""
+
+    def feed(self, chunk: bytes) -> bool:
+        self.data += bytes(chunk[: self.length - len(self.data)])
+        return len(self.data) >= self.length
+
+
 async def read_head(ctx: DetectContext, response: Response, length: int, *, counter: str) -> bytes:
-    """The first bytes (up to ``length``) of a file the body cap cut: those the crawl read, else one Range
-    request's. A server that ignores Range sends the file's start anyway, capped at ``length``."""
+    """The first bytes (up to ``length``) of a file the body cap cut: those the crawl read, else one
+    request's, asked as a Range and read only that far whatever the server sends (a server ignoring Range
+    sends the file's start anyway: its read ends after ``length`` bytes; at most ``tail_stream_max_bytes``
+    may be announced)."""
     if response.body:
         return response.body[:length]
     ctx.stats[f"{counter}/range_requests"] += 1
-    head = await ctx.fetch(response.final_url, headers={"Range": f"bytes=0-{length - 1}"}, max_bytes=length)
-    if head.status not in (200, 206):
-        raise HTTPStatusError(head.status, url=head.final_url)
-    if not head.body:  # a whole file announced over the cap: not read
-        raise RangeNotHonoured(
-            f"HTTP {head.status} without the first {length} bytes; the file is not downloaded"
-        )
-    return head.body[:length]
+    head = Head(length)
+    answer = await ctx.fetch(
+        response.final_url,
+        headers={"Range": f"bytes=0-{length - 1}"},
+        max_bytes=ctx.settings.tail_stream_max_bytes,
+        sink=head,
+    )
+    if answer.status not in (200, 206):
+        raise HTTPStatusError(answer.status, url=answer.final_url)
+    if not head.data:  # a whole file announced over the stream cap: not read
+        raise RangeNotHonoured(f"HTTP {answer.status} without the first {length} bytes; the file is not read")
+    return head.data
 
 
 async def read_tail(ctx: DetectContext, url: str, length: int, *, counter: str) -> tuple[bytes, int]:
@@ -108,9 +130,10 @@ async def remote_directory(
 
 async def read_member(
     ctx: DetectContext, url: str, entry: ZipEntry, *, max_ratio: int, max_bytes: int, counter: str
-) -> bytes:
-    """One member, decompressed under the same bomb limits as ``ZipReader``: its local header and data are
-    read with one Range request (two when its extra field is unusually long)."""
+) -> Iterator[bytes | memoryview]:
+    """One member, decompressed a chunk at a time under the same bomb limits as ``ZipReader`` (its
+    ``stream``: the checks end with the last chunk): its local header and data are read with one Range
+    request (two when its extra field is unusually long)."""
     if entry.compressed_size > max_bytes:
         raise UnsafeContent(f"member {entry.name!r} of {entry.compressed_size} bytes is over the cap")
     length = LOCAL_HEADER_BYTES + 4 * len(entry.name) + EXTRA_FIELD_ALLOWANCE + entry.compressed_size
@@ -123,4 +146,4 @@ async def read_member(
         reader = ZipReader(chunk, max_ratio=max_ratio, max_bytes=max_bytes, entries=[member])
     if reader.member_end(member) > len(chunk):
         raise MalformedContent(f"member {entry.name!r}: data runs past the end of the archive")
-    return reader.read(member)
+    return reader.stream(member)

@@ -16,6 +16,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from datetime import UTC
 from email.utils import parsedate_to_datetime
+from typing import Protocol
 
 import aiohttp
 from yarl import URL
@@ -32,6 +33,7 @@ from geoweb.errors import (
 )
 from geoweb.fetch.addressguard import AddressGuard, GuardedResolver
 from geoweb.fetch.leases import HostLeases
+from geoweb.fetch.memory import GRANULE, MemoryBudget, Reservation
 from geoweb.fetch.response import Response
 from geoweb.fetch.robots import ROBOTS_MAX_BYTES, ROBOTS_MAX_REDIRECTS, RobotsCache
 from geoweb.fetch.slots import Slots
@@ -56,6 +58,7 @@ class _Options:
     obey_robots: bool
     read_oversized: bool = False  # read the first max_bytes of a body declared larger (robots.txt)
     tail: bool = False  # stream the whole body, keeping only its last max_bytes
+    sink: Sink | None = None  # given a 2xx body chunk by chunk, instead of keeping it
 
 
 _ROBOTS_OPTIONS = _Options(
@@ -66,6 +69,17 @@ _ROBOTS_OPTIONS = _Options(
     obey_robots=False,
     read_oversized=True,  # RFC 9309 2.5: parse the first 500 KiB of a larger file
 )
+
+
+class Sink(Protocol):
+    """Reads a body as it downloads (``Fetcher.get(sink=...)``): ``reset`` starts it again for each attempt
+    (a retry, a request without compression), ``feed`` takes each decoded chunk and returns True when it
+    needs no more (the read ends there, the response incomplete); an error it raises ends the fetch and
+    reaches the caller as it is."""
+
+    def reset(self) -> None: ...
+
+    def feed(self, chunk: bytes) -> bool | None: ...
 
 
 class Fetcher:
@@ -92,9 +106,8 @@ class Fetcher:
             else None
         )
         self._session: aiohttp.ClientSession | None = None
-        # Bodies allowed past max_body_bytes (capabilities probes, a KML fetched again under its own cap)
-        # are read one at a time: the memory of one crawl process stays bounded however many are asked at once.
-        self._large_bodies = asyncio.Semaphore(1)
+        # bodies are admitted under max_memory_bytes, counted above what the process holds as it opens
+        self._memory = MemoryBudget(settings.max_memory_bytes, stats=self.stats)
 
     async def __aenter__(self) -> Fetcher:
         s = self.settings
@@ -128,12 +141,15 @@ class Fetcher:
         headers: dict[str, str] | None = None,
         max_bytes: int | None = None,
         tail: bool = False,
+        sink: Sink | None = None,
     ) -> Response:
         """GET ``url``, following redirects; the body is cut at ``max_bytes`` (default from settings).
 
         With ``tail``, the whole body is streamed (up to ``settings.tail_stream_max_bytes``) and only its last
         ``max_bytes`` are kept: ``Response.body_offset`` says where they start. A ZIP's central directory
-        is read so from a server that ignores Range, in the memory of those bytes.
+        is read so from a server that ignores Range, in the memory of those bytes. With ``sink``, a 2xx
+        body (up to ``max_bytes``) is given to it as it downloads and not kept: the response's body is empty.
+        Every body is admitted under ``max_memory_bytes`` first (``geoweb.fetch.memory``).
         """
         if self._session is None:
             raise RuntimeError("Fetcher is not open: use 'async with Fetcher(settings) as fetcher'")
@@ -148,6 +164,7 @@ class Fetcher:
             max_redirects=self.settings.max_redirects,
             obey_robots=self._robots is not None,
             tail=tail,
+            sink=sink,
         )
         try:
             return await self._fetch(url, options)
@@ -191,14 +208,13 @@ class Fetcher:
         origin = f"{current.scheme}://{current.raw_host}:{current.port}"
         crawl_delay = await self._robots.check(current, origin) if options.obey_robots else None
         slot = self._slots.get(origin, crawl_delay)
-        large = self._large_bodies if options.max_bytes > self.settings.max_body_bytes else nullcontext()
         retries = self.settings.retries
         attempt = 0
         while True:
             # the slot queues this process's requests; the lease, inside it, those of the whole deployment
             lease = nullcontext() if self._leases is None else self._leases.hold(origin, slot.delay)
             try:
-                async with large, slot, lease:
+                async with slot, lease:
                     response = await self._request(url, current, options)
             except (aiohttp.ClientConnectorDNSError, aiohttp.ClientSSLError) as exc:
                 # a missing name or a bad certificate is not fixed by asking again
@@ -248,11 +264,17 @@ class Fetcher:
             offset = 0
             if status in REDIRECT_STATUSES and "location" in headers:
                 body, complete, undecodable = b"", True, None  # followed, never returned: no need to read it
-            elif options.tail:
-                body, offset, complete = await self._read_tail(resp, options.max_bytes)
-                undecodable = None
             else:
-                body, complete, undecodable = await self._read_body(resp, headers, options)
+                sink = options.sink if 200 <= status < 300 else None
+                reserved = _reserved_bytes(resp.content_length, options, sink)
+                with await self._memory.reserve(str(current), reserved) as reservation:
+                    if options.tail:
+                        body, offset, complete = await self._read_tail(resp, options.max_bytes)
+                        undecodable = None
+                    else:
+                        body, complete, undecodable = await self._read_body(
+                            resp, headers, options, reservation, sink
+                        )
         self.stats["fetch/bytes"] += len(body)
         response = Response(
             url=url, final_url=str(current), status=status, headers=headers, body=body, complete=complete,
@@ -263,9 +285,16 @@ class Fetcher:
         return response
 
     async def _read_body(
-        self, resp: aiohttp.ClientResponse, headers: dict[str, str], options: _Options
+        self,
+        resp: aiohttp.ClientResponse,
+        headers: dict[str, str],
+        options: _Options,
+        reservation: Reservation,
+        sink: Sink | None,
     ) -> tuple[bytes, bool, str | None]:
-        """The body, decoded, cut at ``max_bytes``; False when it was cut or broken; why it did not decode."""
+        """The body, decoded, cut at ``max_bytes``; False when it was cut or broken; why it did not decode.
+        Given to ``sink`` instead when there is one (an empty body returned); a kept body is covered by
+        ``reservation`` as it grows."""
         max_bytes = options.max_bytes
         if not options.read_oversized and resp.content_length is not None and resp.content_length > max_bytes:
             self._incomplete(resp.url, "truncated", f"Content-Length {resp.content_length} over the cap")
@@ -274,12 +303,18 @@ class Fetcher:
         decoder = _Decoder() if options.decode and encoding in DECODED_ENCODINGS else None
         parts: list[bytes] = []
         size = 0
+        if sink is not None:
+            sink.reset()
         try:
             while chunk := await resp.content.readany():
                 if decoder is not None:
                     chunk = decoder.decompress(chunk, max_bytes - size + 1)
-                parts.append(chunk)
                 size += len(chunk)
+                if sink is None:
+                    reservation.cover(size)
+                    parts.append(chunk)
+                elif size <= max_bytes and sink.feed(chunk):
+                    return b"", False, None  # the sink has what it needs
                 if size > max_bytes:
                     self._incomplete(resp.url, "truncated", f"body over the cap of {max_bytes} bytes")
                     return b"".join(parts)[:max_bytes], False, None
@@ -356,6 +391,19 @@ class _Decoder:
     @property
     def finished(self) -> bool:
         return self._zlib.eof or not self._started
+
+
+def _reserved_bytes(declared: int | None, options: _Options, sink: Sink | None) -> int:
+    """What to reserve before reading a body: its declared length (a body declared over the cap is not
+    read), else a granule; the tail kept of a streamed body; a chunk of a body given to a sink. A body that
+    grows past it (a compressed one decoded) is covered a granule at a time."""
+    if sink is not None:
+        return min(GRANULE, options.max_bytes)
+    if options.tail:
+        return options.max_bytes
+    if declared is not None and (declared <= options.max_bytes or options.read_oversized):
+        return min(declared, options.max_bytes)
+    return 0 if declared is not None else min(GRANULE, options.max_bytes)
 
 
 def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:

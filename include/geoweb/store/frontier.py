@@ -73,8 +73,11 @@ def shard_of(origin: str, shards: int) -> int:
 
 def outcome(page: Page) -> tuple[URLStatus, str | None, str | None]:
     """(status, error reason, error message) of a page: robots.txt refusals are skipped, not failed; a page
-    of a host set aside is deferred, with the reason."""
+    of a host set aside, or whose answer did not fit in the crawl's memory bound, is deferred, with the
+    reason."""
     if page.deferred is not None:
+        if page.deferred == "memory_budget":
+            return URLStatus.DEFERRED, page.deferred, "not read: the answer did not fit in the memory bound"
         return URLStatus.DEFERRED, page.deferred, "not fetched: its host was set aside for the run"
     if page.error is None:
         return URLStatus.FETCHED, None, None

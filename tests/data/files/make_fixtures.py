@@ -148,11 +148,17 @@ class LoopbackFetch:
         self.max_body_bytes = (settings or Settings()).max_body_bytes
         self.requests = 0
         self.bytes = 0  # kept
-        self.streamed = 0  # read and dropped by tail reads
+        self.streamed = 0  # read and dropped by tail reads and sinks
         self.sent: list[dict] = []
 
     async def __call__(
-        self, url: str, *, headers: dict | None = None, max_bytes: int | None = None, tail: bool = False
+        self,
+        url: str,
+        *,
+        headers: dict | None = None,
+        max_bytes: int | None = None,
+        tail: bool = False,
+        sink=None,
     ) -> Response:
         cap = self.max_body_bytes if max_bytes is None else max_bytes
         self.requests += 1
@@ -170,6 +176,15 @@ class LoopbackFetch:
                 offset -= len(body)
             elif (answer.content_length or 0) > cap:  # the fetcher does not read such a body
                 complete = False
+            elif sink is not None and 200 <= answer.status < 300:  # given to the sink as it comes, not kept
+                sink.reset()
+                given = 0
+                async for chunk in answer.content.iter_chunked(64 * 1024):
+                    given += len(chunk)
+                    self.streamed += len(chunk)
+                    if given > cap or sink.feed(chunk):
+                        complete = False
+                        break
             else:
                 async for chunk in answer.content.iter_chunked(64 * 1024):
                     body += chunk

@@ -1,7 +1,7 @@
 """OGC web services (WMS, WFS, WCS, WMTS, WPS, SOS, CSW) recognised by their capabilities documents.
 
-Classify cheaply, validate with OWSLib. ``sniff`` names the root element from the first bytes (no DTD, no
-entities, no network); only a capabilities root or an exception report goes on to ``read_capabilities``,
+Classify cheaply, validate with OWSLib. ``sniff`` (``xmlsafe``) names the root element from its start tag
+(no tree, no DTD, no entities, no network); only a capabilities root or an exception report goes on to ``read_capabilities``,
 which parses the whole document with the hardened parser (hostile XML stops there), decides type and
 version from the root and its namespace, and hands the hardened tree to OWSLib's reader for that type and
 version: a document OWSLib cannot read is no valid service. ``adapter`` corrects OWSLib where it errs on
@@ -17,8 +17,6 @@ does it ask that endpoint, once per run, for the capabilities of the other wante
 
 from __future__ import annotations
 
-import asyncio
-import io
 import logging
 import warnings
 
@@ -44,7 +42,7 @@ from geoweb.errors import GeowebError, MalformedContent, UnsafeContent
 from geoweb.fetch.response import Response
 from geoweb.models import OGC_TYPES, Resource, sha256, union_bbox
 from geoweb.settings import Settings
-from geoweb.xmlsafe import DEFAULT_MAX_BYTES, looks_like_xml, parse_xml, strip_bom
+from geoweb.xmlsafe import DEFAULT_MAX_BYTES, looks_like_xml, parse_xml, sniff
 
 log = logging.getLogger(__name__)
 
@@ -61,29 +59,6 @@ _BY_ROOT = {root: service for service in SERVICES for root in service.roots}
 _BY_TYPE = {service.name: service for service in SERVICES}
 # what becomes of a document with a capabilities root that OWSLib cannot read, or not within the pool's bounds
 VALIDATION_MISSES = (InvalidCapabilities, ValidationTimeout, ValidationMemory, ValidationCrashed)
-
-
-def sniff(body: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Root:
-    """The (namespace, local name) of a document's root element, read from its start tag alone: cheap
-    enough for the event loop. No DTD is loaded, no entity expanded, nothing fetched.
-
-    Raises UnsafeContent for a body over ``max_bytes``, MalformedContent when no start tag parses.
-    """
-    if len(body) > max_bytes:
-        raise UnsafeContent(f"XML document of {len(body)} bytes is over the {max_bytes}-byte cap")
-    events = etree.iterparse(
-        io.BytesIO(strip_bom(body)),
-        events=("start",),
-        resolve_entities=False,
-        no_network=True,
-        load_dtd=False,
-    )
-    try:
-        _, element = next(events)
-    except (StopIteration, etree.XMLSyntaxError) as exc:
-        raise MalformedContent(f"not well-formed XML: {exc or 'no root element'}") from None
-    qname = etree.QName(element)
-    return qname.namespace, qname.localname
 
 
 def worth_reading(root: Root) -> bool:
@@ -203,24 +178,22 @@ class OGCDetector(Detector):
     async def _probe(
         self, endpoint: str, services: list[ServiceType], found: dict[str, Resource], ctx: DetectContext
     ) -> None:
-        """GetCapabilities for each service type not found yet, sent together (the host's slot paces them);
-        an answer of another type counts too (an endpoint answering every ``service=`` with one document is
-        one service)."""
-
-        async def probe(service: ServiceType) -> Resource | None:
+        """GetCapabilities for each service type not found yet, one at a time and under the body cap (a
+        crawl process holds one probe's answer at most; its root is checked before any tree is built); an
+        answer of another type counts too (an endpoint answering every ``service=`` with one document is one
+        service), and a type found so is not asked for again."""
+        for service in services:
+            if service.name in found:
+                continue
             url = capabilities_url(endpoint, service.name)
             ctx.stats["ogc/probe"] += 1
             try:
-                probed = await ctx.fetch(url, max_bytes=ctx.settings.max_xml_bytes)
-                return await read_response(probed, ctx.settings)
+                resource = await read_response(await ctx.fetch(url), ctx.settings)
             except GeowebError as exc:
                 ctx.stats["ogc/probe_miss"] += 1
                 log.debug("probe %s missed (%s): %s", url, exc.reason, exc)
-                return None
-
-        for resource in await asyncio.gather(*(probe(s) for s in services)):
-            if resource is not None:
-                found.setdefault(resource.type, resource)
+                continue
+            found.setdefault(resource.type, resource)
 
 
 __all__ = [

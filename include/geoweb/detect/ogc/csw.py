@@ -9,7 +9,7 @@ from lxml import etree
 
 from geoweb.detect.base import DetectContext
 from geoweb.detect.ogc import adapter
-from geoweb.detect.ogc.common import Description, ServiceType, exception_report, with_query
+from geoweb.detect.ogc.common import EXCEPTION_ROOTS, Description, ServiceType, exception_report, with_query
 from geoweb.errors import GeowebError, MalformedContent
 from geoweb.models import Resource
 from geoweb.xmlsafe import parse_xml
@@ -64,8 +64,8 @@ async def count_records(resource: Resource, ctx: DetectContext) -> None:
     resource.extra["records"] = None
     url = records_url(resource.url, resource.version)
     try:
-        response = await ctx.fetch(url, max_bytes=ctx.settings.max_xml_bytes)
-        root = parse_xml(response.body, max_bytes=ctx.settings.max_xml_bytes)
+        response = await ctx.fetch(url)  # a hits answer is a few hundred bytes: the body cap is ample
+        root = parse_xml(response.body, roots=("GetRecordsResponse", *EXCEPTION_ROOTS))
         resource.extra["records"] = matched_records(root)
     except GeowebError as exc:
         ctx.stats["ogc/csw_hits_miss"] += 1

@@ -17,6 +17,7 @@ from owslib.wfs import WebFeatureService
 from geoweb.detect.base import DetectContext
 from geoweb.detect.ogc import adapter
 from geoweb.detect.ogc.common import (
+    EXCEPTION_ROOTS,
     Description,
     ServiceType,
     exception_report,
@@ -68,7 +69,7 @@ def _properties(complex_type: etree._Element) -> list[str]:
 def read_schema(body: bytes, max_bytes: int) -> dict[str, list[str]]:
     """Property names of each feature type (by element name) an XML Schema from DescribeFeatureType
     declares. Raises UnsafeContent, MalformedContent, or OGCExceptionReport for an exception report."""
-    root = parse_xml(body, max_bytes=max_bytes)
+    root = parse_xml(body, max_bytes=max_bytes, roots=("schema", *EXCEPTION_ROOTS))
     if root.tag != f"{{{XSD_NS}}}schema":
         raise exception_report(root) or MalformedContent(f"root element {root.tag} is no XML Schema")
     types = {t.get("name"): t for t in root.iterchildren(f"{{{XSD_NS}}}complexType") if t.get("name")}
