@@ -37,15 +37,14 @@ from pathlib import Path
 import psycopg2
 
 from bench.big_web import STATS_PATH, BigWebSpec
-from stack import supervisor, workers
+from stack import airflow, catalogue, supervisor, workers
 from stack.airflow import MAIN_DAG
 from stack.airflow_api import AirflowClient
-from stack.layout import GEOWEB_DB, REPO
+from stack.layout import GEOWEB_DB, PG_DATA, REPO
 
 OUT = REPO / "var" / "bench" / "results-scale.json"
 CRAWLERS = ("dag", "cli")
 RUN_TIMEOUT = 4 * 3600.0
-PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 _LEVEL_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+[\d.]+\s+([\d.]+)\s*$", re.M)
 
 
@@ -53,8 +52,8 @@ _LEVEL_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+[\d.]+\s+(
 class Sample:
     seconds: float
     pages: int  # distinct pages the web has served
-    rss_mb: dict[str, float]  # per crawling process tree
-    largest_mb: float  # the largest single process among them
+    pss_mb: dict[str, float]  # per crawling process tree, shared pages counted proportionally
+    largest_mb: float  # resident memory of the largest single process among them
     frontier_mb: float | None = None
     database_mb: float | None = None
 
@@ -79,7 +78,9 @@ class Result:
     requests: int
     levels: list[Level]
     samples: list[Sample] = field(default_factory=list)
-    peak_rss_mb: dict[str, float] = field(default_factory=dict)
+    peak_mb: dict[str, float] = field(default_factory=dict)  # PSS of each process tree (the CLI: wait4's RSS)
+    largest_process_mb: float = 0.0
+    cpu_seconds: dict[str, float] = field(default_factory=dict)  # per part of the deployment
     frontier_bytes_per_url: float | None = None
     database_bytes_per_url: float | None = None
     run_id: str | None = None
@@ -95,7 +96,7 @@ def web_stats(spec: BigWebSpec) -> dict:
 
 
 @contextmanager
-def big_web(spec: BigWebSpec) -> Iterator[None]:
+def big_web(spec: BigWebSpec) -> Iterator[subprocess.Popen]:
     """The web in a child process, restarted for each crawl so its account holds that crawl only."""
     command = [sys.executable, "-m", "bench.big_web", "--pages", str(spec.pages), "--hosts", str(spec.hosts),
                "--port", str(spec.port), "--slow-hosts", str(spec.slow_hosts),
@@ -105,7 +106,7 @@ def big_web(spec: BigWebSpec) -> Iterator[None]:
         supervisor.wait_while(lambda: not _answers(spec) and server.poll() is None, timeout=60)
         if server.poll() is not None:
             raise RuntimeError(f"the big web exited with code {server.returncode}")
-        yield
+        yield server
     finally:
         server.terminate()
         server.wait(timeout=10)
@@ -119,15 +120,42 @@ def _answers(spec: BigWebSpec) -> bool:
     return True
 
 
-def rss_mb(pids: set[int]) -> tuple[float, float]:
-    """(total, largest) resident memory of these processes, in MB."""
-    sizes = []
+def memory_mb(pids: set[int]) -> tuple[float, float]:
+    """(total PSS, largest RSS) of these processes in MB. A Celery worker's children are forks sharing most
+    of their pages, so the tree's total is counted proportionally (PSS), each shared page once."""
+    pss, rss = 0.0, [0.0]
     for pid in pids:
         try:
-            sizes.append(int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE_SIZE / 1e6)
-        except (FileNotFoundError, ProcessLookupError, IndexError):
+            rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
             continue
-    return sum(sizes), max(sizes, default=0.0)
+        fields = dict(line.split(":", 1) for line in rollup.splitlines()[1:] if ":" in line)
+        pss += int(fields["Pss"].split()[0]) / 1e3  # kB
+        rss.append(int(fields["Rss"].split()[0]) / 1e3)
+    return pss, max(rss)
+
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pids: set[int]) -> float:
+    """CPU time of these processes and of their children they have reaped (so each exited task is counted
+    once, in its parent)."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        total += sum(int(v) for v in fields[11:15])  # utime, stime, cutime, cstime
+    return total / CLOCK_TICKS
+
+
+def postgres_pid() -> int | None:
+    try:
+        return int((PG_DATA / "postmaster.pid").read_text().split()[0])
+    except (FileNotFoundError, ValueError, IndexError):
+        return None
 
 
 def relation_mb() -> tuple[float, float]:
@@ -141,11 +169,14 @@ def relation_mb() -> tuple[float, float]:
 class Sampler(threading.Thread):
     """Samples the web's progress and the memory of ``groups()`` (name -> process group) until stopped."""
 
-    def __init__(self, spec: BigWebSpec, groups, interval: float, database: bool):
+    def __init__(self, spec: BigWebSpec, groups, interval: float, database: bool, cpu_groups=dict):
         super().__init__(daemon=True)
         self.spec, self.groups, self.interval, self.database = spec, groups, interval, database
+        self.cpu_groups = cpu_groups  # name -> process group whose CPU time the run is charged
+        self.cpu_at_start = self.cpu()
         self.samples: list[Sample] = []
         self.peak: dict[str, float] = {}
+        self.largest = 0.0
         self.stopped = threading.Event()
         self.started_at = time.monotonic()
 
@@ -156,15 +187,24 @@ class Sampler(threading.Thread):
     def sample(self) -> None:
         per_tree, largest = {}, 0.0
         for name, group in self.groups().items():
-            total, big = rss_mb(supervisor.family(group))
+            total, big = memory_mb(supervisor.family(group))
             per_tree[name] = round(total, 1)
             largest = max(largest, big)
+            self.largest = max(self.largest, big)
             self.peak[name] = max(self.peak.get(name, 0.0), per_tree[name])
         sample = Sample(round(time.monotonic() - self.started_at, 1), web_stats(self.spec)["pages"], per_tree,
                         round(largest, 1))  # fmt: skip
         if self.database and len(self.samples) % 5 == 0:
             sample.frontier_mb, sample.database_mb = (round(v, 1) for v in relation_mb())
         self.samples.append(sample)
+
+    def cpu(self) -> dict[str, float]:
+        return {name: cpu_seconds(supervisor.family(group)) for name, group in self.cpu_groups().items()}
+
+    def cpu_used(self) -> dict[str, float]:
+        """CPU seconds of each group since the sampler was made."""
+        now = self.cpu()
+        return {name: round(now[name] - self.cpu_at_start.get(name, 0.0), 1) for name in now}
 
     def stop(self, last_sample: bool = True) -> list[Sample]:
         """The samples, with a last one unless the processes have exited (it would read no memory)."""
@@ -202,7 +242,9 @@ def crawl_cli(spec: BigWebSpec, args) -> Result:
         Level(int(m[1]), int(m[2]), 1, float(m[6])) for m in _LEVEL_ROW.finditer(stderr_path.read_text())
     ]
     return Result("geoweb crawl (1 process)", round(wall, 1), served["pages"], served["requests"], levels,
-                  samples, {"geoweb crawl": round(usage.ru_maxrss / 1024, 1)})  # fmt: skip
+                  samples, {"geoweb crawl": round(usage.ru_maxrss / 1024, 1)},
+                  largest_process_mb=round(usage.ru_maxrss / 1024, 1),
+                  cpu_seconds={"geoweb crawl": round(usage.ru_utime + usage.ru_stime, 1)})  # fmt: skip
 
 
 def _time(stamp: str) -> datetime:
@@ -224,14 +266,25 @@ def crawl_dag(spec: BigWebSpec, args) -> Result:
     def groups() -> dict[str, int]:
         return {s.name: pid for s in workers.SERVICES if (pid := supervisor.running_pid(s)) is not None}
 
-    with big_web(spec):
-        sampler = Sampler(spec, groups, args.sample, database=True)
+    def parts() -> dict[str, int]:
+        services = {"airflow": [*airflow.SERVICES], "catalogue": [catalogue.SERVICE]}
+        found = {f"{name}:{s.name}": pid for name, group in services.items() for s in group
+                 if (pid := supervisor.running_pid(s)) is not None}  # fmt: skip
+        if (pid := postgres_pid()) is not None:
+            found["postgres"] = pid
+        return groups() | found
+
+    with big_web(spec) as web:
+        sampler = Sampler(
+            spec, groups, args.sample, database=True, cpu_groups=lambda: parts() | {"web": web.pid}
+        )
         started = time.monotonic()
         sampler.start()
         run_id = client.trigger(MAIN_DAG, conf)
         state = client.wait(MAIN_DAG, run_id, RUN_TIMEOUT, poll=1.0)
         wall = time.monotonic() - started
         samples = sampler.stop()
+        cpu = sampler.cpu_used()
         served = web_stats(spec)
     if state != "success":
         raise RuntimeError(f"run {run_id} ended {state}")
@@ -265,7 +318,7 @@ def crawl_dag(spec: BigWebSpec, args) -> Result:
         level.overhead_per_task = round(statistics.mean(overheads), 2)
     return Result(
         "geoweb_crawl DAG (2 workers)", round(wall, 1), served["pages"], served["requests"], list(levels.values()),
-        samples, sampler.peak, run_id=run_id,
+        samples, sampler.peak, round(sampler.largest, 1), cpu, run_id=run_id,
         frontier_bytes_per_url=round((frontier_after - frontier_before) * 1e6 / rows, 1) if rows else None,
         database_bytes_per_url=round((database_after - database_before) * 1e6 / rows, 1) if rows else None,
     )  # fmt: skip
@@ -273,16 +326,21 @@ def crawl_dag(spec: BigWebSpec, args) -> Result:
 
 def markdown(results: list[Result]) -> str:
     lines = [
-        "| crawler | pages | requests | wall s | pages/s | peak RSS MB (per process tree) | frontier B/URL | "
-        "database B/URL |",
-        "|---|---:|---:|---:|---:|---|---:|---:|",
+        "| crawler | pages | requests | wall s | pages/s | peak memory MB (PSS per process tree) | largest "
+        "process MB | frontier B/URL | database B/URL |",
+        "|---|---:|---:|---:|---:|---|---:|---:|---:|",
     ]
     for r in results:
-        peaks = ", ".join(f"{name} {mb:,.0f}" for name, mb in r.peak_rss_mb.items())
+        peaks = ", ".join(f"{name} {mb:,.0f}" for name, mb in r.peak_mb.items())
         lines.append(
             f"| {r.crawler} | {r.pages:,} | {r.requests:,} | {r.wall_seconds:,.1f} | {r.pages_per_second:,.0f} "
-            f"| {peaks} | {r.frontier_bytes_per_url or 'n/a'} | {r.database_bytes_per_url or 'n/a'} |"
+            f"| {peaks} | {r.largest_process_mb:,.0f} | {r.frontier_bytes_per_url or 'n/a'} | {r.database_bytes_per_url or 'n/a'} |"
         )
+    for r in results:
+        cpu = ", ".join(
+            f"{name} {seconds:,.0f}" for name, seconds in sorted(r.cpu_seconds.items(), key=lambda i: -i[1])
+        )
+        lines += ["", f"{r.crawler}, CPU seconds: {cpu}"]
     for r in results:
         lines += ["", f"{r.crawler}, per level:", "",
                   "| level | URLs | shards | slowest shard s | commits s | plan s | level wall s | overhead per task s |",
@@ -313,11 +371,11 @@ def plot(results: list[Result], path: Path) -> None:
             if b.seconds > a.seconds
         ]
         speed.plot([p for p, _ in rates], [v for _, v in rates], label=r.crawler)
-        for name in r.peak_rss_mb:
-            memory.plot([s.pages for s in points], [s.rss_mb.get(name, 0) for s in points],
+        for name in r.peak_mb:
+            memory.plot([s.pages for s in points], [s.pss_mb.get(name, 0) for s in points],
                         label=f"{r.crawler}: {name}")  # fmt: skip
     speed.set(xlabel="pages crawled", ylabel="pages/s", title="Throughput as the crawl grows")
-    memory.set(xlabel="pages crawled", ylabel="resident memory, MB", title="Memory as the crawl grows")
+    memory.set(xlabel="pages crawled", ylabel="memory (PSS), MB", title="Memory as the crawl grows")
     for axes in (speed, memory):
         axes.grid(alpha=0.3)
         axes.legend(fontsize=8)

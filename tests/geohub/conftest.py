@@ -1,6 +1,6 @@
 """GeoHub on the real stack: a PostGIS database loaded with known resources (``geohub_dsn``), an Airflow API
 server of the tests' own that serves this repository's plugins and searches it (``geohub_server``, stopped
-at the end of the session), and an admin's token."""
+at the end of the session), an admin's token, and ``get``: a GET of a GeoHub path as that admin."""
 
 from __future__ import annotations
 
@@ -33,3 +33,15 @@ def geohub_server(geohub_dsn, tmp_path_factory) -> Iterator[GeoHubServer]:
 @pytest.fixture(scope="session")
 def token(geohub_server) -> str:
     return geohub_server.token()
+
+
+@pytest.fixture(scope="module")
+def get(geohub_server, token):
+    """GET a GeoHub path (``/api/search``...) as the logged-in admin."""
+    session = geohub_server.session(token)
+
+    def get(path: str, **params):
+        return session.get(f"{geohub_server.base_url}/geohub{path}", params=params, timeout=60)
+
+    yield get
+    session.close()

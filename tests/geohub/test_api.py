@@ -14,18 +14,6 @@ ROUTES = ["/geohub/", "/geohub/static/geohub.js", "/geohub/openapi.json", "/geoh
           "/geohub/api/resources/1", "/geohub/api/runs", "/geohub/api/types", "/geohub/api/concepts"]  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def get(geohub_server, token):
-    """GET a GeoHub path as the logged-in admin."""
-    session = geohub_server.session(token)
-
-    def get(path: str, **params):
-        return session.get(f"{geohub_server.base_url}/geohub{path}", params=params, timeout=30)
-
-    yield get
-    session.close()
-
-
 def search(get, **params) -> dict:
     response = get("/api/search", **params)
     assert response.status_code == 200, response.text

@@ -19,17 +19,6 @@ from tests.geohub import data
 SURVEY = {r.url for r in data.ALPINE}  # what q=survey finds
 
 
-@pytest.fixture(scope="module")
-def get(geohub_server, token):
-    session = geohub_server.session(token)
-
-    def get(path: str, **params):
-        return session.get(f"{geohub_server.base_url}/geohub{path}", params=params, timeout=60)
-
-    yield get
-    session.close()
-
-
 def exported(get, tmp_path, fmt: str, **params):
     """The export's response, its file written to ``tmp_path``."""
     response = get("/api/export", format=fmt, **params)

@@ -12,7 +12,7 @@ SEED = "https://example.org/maps/"
 
 def test_defaults_and_json_round_trip():
     params = HarvestParams.from_conf({"seeds": [SEED]})
-    assert params.max_level == MAX_LEVEL and params.types == ALL_TYPES and params.shards == 16
+    assert params.max_level == MAX_LEVEL and params.types == ALL_TYPES and params.shards == 8
     assert params.keywords == () and params.search_providers == ()
     assert HarvestParams.from_conf(params.to_conf()) == params
     # the DAG's form defaults are the dataclass defaults, in JSON

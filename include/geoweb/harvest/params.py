@@ -174,9 +174,10 @@ class HarvestParams:
         maximum=100,
     )
     shards: int = param(
-        16,
+        8,
         "Crawl tasks per level: each level's URLs are split by host into this many shards (one host, one "
-        f"shard), run in parallel on the Celery workers; 1 to {MAX_SHARDS}, default 16.",
+        "shard), run in parallel on the Celery workers. Best equal to the slots of the geoweb_crawl pool (8 in "
+        f"the bundled deployment), so a level runs in one wave; 1 to {MAX_SHARDS}, default 8.",
         section=POLITENESS,
         type="integer",
         minimum=1,
