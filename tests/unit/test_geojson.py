@@ -2,7 +2,6 @@
 
 import asyncio
 import json
-from pathlib import Path
 
 import geopandas as gpd
 import pytest
@@ -187,13 +186,14 @@ def test_a_head_that_proves_no_geojson_file_is_a_miss(tmp_path, caplog, name, pr
     assert fetch.bytes <= 65536
 
 
-def test_ogr2ogr_output_is_titled_by_its_layer_name_bounded():
-    # rasterio's test file (tests/data/files/geojson/README.md): ogr2ogr's name member and CRS84 crs member
-    body = (
-        Path(__file__).resolve().parents[1] / "data" / "files" / "geojson" / "issue1446.geojson"
-    ).read_bytes()
+def test_ogr2ogr_output_is_titled_by_its_layer_name_bounded(tmp_path):
+    # GDAL's GeoJSON driver writes the layer's name member and a CRS84 crs member (tests/data/files/README.md)
+    lines = [LineString([(15.1 + i / 500, 45.4), (15.1013 + i / 500, 45.4011), (15.1021 + i / 500, 45.4027)])
+             for i in range(7)]  # fmt: skip
+    body = write_geojson(tmp_path, "trail_segments", lines).read_bytes()
+    assert b'"name": "trail_segments"' in body and b"urn:ogc:def:crs:OGC:1.3:CRS84" in body
     [resource] = detect(response("http://h/data/lines.geojson", body))
-    assert (resource.title, resource.extra["features"]) == ("test_lines", 7)
+    assert (resource.title, resource.extra["features"]) == ("trail_segments", 7)
     long = json.dumps({"type": "FeatureCollection", "name": " a\n" + "b" * 5000, "features": []}).encode()
     [resource] = detect(response("http://h/data/lines.geojson", long))
     assert resource.title.startswith("a bbb") and len(resource.title) == 300

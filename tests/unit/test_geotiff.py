@@ -2,10 +2,10 @@
 GDAL's bindings (rasterio) at test time."""
 
 import asyncio
+import json
 import struct
 import subprocess
 import warnings
-from pathlib import Path
 
 import pytest
 from pyproj import Transformer
@@ -272,27 +272,43 @@ def test_a_directory_beyond_the_head_costs_one_more_range_request(cases):
     assert resource.extra["crs"] == "EPSG:32633"
 
 
-# --- titles from the file's metadata (tests/data/files/geotiff/README.md) ------------------------------------
+# --- titles from the file's metadata (tests/data/files/README.md) --------------------------------------------
 
-REAL = Path(__file__).resolve().parents[1] / "data" / "files" / "geotiff"
+# A processing pipeline's record, as satellite products write it into ImageDescription.
+PIPELINE = json.dumps({
+    "surface_reflectance": {"algorithm": "dos1", "aerosol_source": "climatology", "aerosol_used": 0.118,
+                            "haze_coverage": 0.02, "sun_azimuth": 141.7, "sun_zenith": 38.25, "version": "1.4"},
+    "cloud_mask": {"method": "threshold", "cloud_cover": 0.0, "shadow_cover": 0.0},
+})  # fmt: skip
 
 
 @pytest.mark.parametrize(
-    ("name", "bbox"),
+    ("srs", "bands", "options", "bbox"),
     [
-        # DocumentName is the path libtiff's tools wrote: no title, nor the file name it ends in
-        ("image_rioCOG_gdal3.1.tif", (3.0, 1.0, 4.0, 2.0)),
-        # ImageDescription is a JSON blob of a satellite pipeline: neither title nor abstract
-        ("all-nodata.tif", None),
+        # a COG whose DocumentName is the path of the file it was made from: no title, nor the file name it
+        # ends in (rio-cogeo's image_rioCOG_gdal3.1.tif)
+        ("EPSG:4326", 3, ("-of", "COG", "-co", "BLOCKSIZE=256", "-co", "COMPRESS=DEFLATE",
+                          "-mo", "TIFFTAG_DOCUMENTNAME=/home/mapper/relief/testdata/hillshade.tif",
+                          "-mo", "TIFFTAG_XRESOLUTION=72", "-mo", "TIFFTAG_YRESOLUTION=72",
+                          "-mo", "TIFFTAG_RESOLUTIONUNIT=2"), (10.0, 47.0, 11.0, 48.0)),
+        # ImageDescription is a JSON blob of a processing pipeline: neither title nor abstract (rasterio's
+        # all-nodata.tif)
+        ("EPSG:32633", 4, ("-ot", "UInt16", "-co", "TILED=YES", "-co", "COMPRESS=LZW", "-co", "PREDICTOR=2",
+                           "-co", "INTERLEAVE=BAND", "-colorinterp_4", "undefined",
+                           "-mo", f"TIFFTAG_IMAGEDESCRIPTION={PIPELINE}",
+                           "-mo", "TIFFTAG_DATETIME=2025:06:14 09:12:30"), None),
     ],
-)
-def test_metadata_that_names_nothing_is_no_title(name, bbox):
-    [resource] = detect(response(f"http://h/{name}", (REAL / name).read_bytes()))
+)  # fmt: skip
+def test_metadata_that_names_nothing_is_no_title(tmp_path, srs, bands, options, bbox):
+    source = make_geotiff(tmp_path, "source.tif", srs=srs, size=512, options=("-bands", f"{bands}"))
+    path = tmp_path / "unnamed.tif"
+    gdal("gdal_translate", "-q", "-a_nodata", "0", *options, str(source), str(path))
+    [resource] = detect(response("http://h/unnamed.tif", path.read_bytes()))
     assert (resource.title, resource.abstract, resource.datasets[0].title) == (None, None, None)
     if bbox:
         assert resource.bbox == pytest.approx(bbox)
     else:
-        assert resource.extra["crs"] == "EPSG:32628"
+        assert resource.extra["crs"] == "EPSG:32633"
 
 
 @pytest.mark.parametrize(

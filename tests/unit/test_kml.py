@@ -282,25 +282,25 @@ def test_plain_kml_over_the_body_cap_is_read_as_it_downloads_under_the_kml_cap(t
     assert stats["kml/large_files"] == 1
 
 
-# --- titles from content: GDAL autotest's files (tests/data/files/kml/README.md) ---------------------------
+# --- titles from content: documents in the shapes of GDAL autotest's files (tests/data/files/kml/README.md) ---
 
-GDAL_KML = Path(__file__).resolve().parents[1] / "data" / "files" / "kml"
+SHAPED_KML = Path(__file__).resolve().parents[1] / "data" / "files" / "kml"
 
 
 @pytest.mark.parametrize(
     ("name", "version", "title", "abstract"),
     [
-        ("placemark_in_root_and_subfolder.kml", "2.2", "TopLevel", None),  # the Document's name
-        ("emptylayers_without_folder.kml", "2.2", "Test", None),
-        ("folder_with_subfolder_placemark.kml", "2.2", "MainFolder", None),  # kml/Folder as the container
+        ("document_root_placemark_and_folder.kml", "2.2", "Karst survey", None),  # the Document's name
+        ("document_without_folder.kml", "2.2", "Harbour", None),
+        ("folder_as_container.kml", "2.2", "Vineyards", None),  # kml/Folder as the container
         # no container name: the first named Placemark's, its description not the file's
-        ("placemark.kml", "2.1", "Simple placemark", None),
-        ("several_schema_in_layer.kml", "2.2", "An instance of A", None),
-        ("gx_track_without_when.kml", "2.2", None, None),  # nothing named: no title, never the file name
+        ("lone_placemark_kml21.kml", "2.1", "Lighthouse", None),
+        ("unnamed_document_with_schemas.kml", "2.2", "Well by the mill", None),
+        ("unnamed_folder_gx_track.kml", "2.2", None, None),  # nothing named: no title, never the file name
     ],
 )
 def test_the_title_comes_from_the_document(name, version, title, abstract):
-    body = (GDAL_KML / name).read_bytes()
+    body = (SHAPED_KML / name).read_bytes()
     for resp in (
         response(f"http://h/files/{name}", body),
         response("http://h/get?f=7", zip_bytes({"doc.kml": body})),

@@ -8,6 +8,7 @@ from zipfile import ZIP_STORED as STORED
 import pyogrio
 import pytest
 from pyproj import Transformer
+from shapely.geometry import Polygon
 
 from geoweb.detect import load_detector
 from geoweb.detect.crs import reprojected_bbox
@@ -225,38 +226,50 @@ def test_complete_body_over_the_download_cap_goes_by_range(tmp_path):
 
 # --- titles from a metadata member (tests/data/files/shapefile/README.md) ------------------------------------
 
-REAL = Path(__file__).resolve().parents[1] / "data" / "files" / "shapefile"
-BOX = {f"box.{ext}": (REAL / f"box.{ext}").read_bytes() for ext in ("shp", "shx", "dbf", "prj")}
+RECORDS = Path(__file__).resolve().parents[1] / "data" / "files" / "shapefile"
+CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "records"
 ESRI_METADATA = (
     b'<?xml version="1.0"?><metadata xml:lang="en"><Esri><ArcGISFormat>1.0</ArcGISFormat></Esri>'
     b"<dataIdInfo><idCitation><resTitle>Study area box</resTitle></idCitation>"
     b"<idAbs>The box of the 2014 survey.</idAbs></dataIdInfo></metadata>"
 )
-FGDC_TITLE = "ALLSPECIES"
-FGDC_ABSTRACT = (
-    "272 Categorized Initiatives: Initiatives are referenced to a Category, Sub-Category and Subject"
-)
+SINKHOLES_ABSTRACT = "418 Mapped sinkholes: each sinkhole is referenced to a survey sheet, a depth class"
+
+
+@pytest.fixture(scope="module")
+def box(tmp_path_factory):
+    """A shapefile of one polygon in WGS 84 / UTM zone 18N, as {file name: bytes}."""
+    polygon = Polygon(
+        [(430_000, 4_810_000), (436_000, 4_810_000), (436_000, 4_815_000), (430_000, 4_815_000)]
+    )
+    return shapefile_members(tmp_path_factory.mktemp("box"), "box", crs="EPSG:32618", geometries=[polygon])
 
 
 @pytest.mark.parametrize(
     ("member", "metadata", "title", "abstract"),
     [
-        ("box.shp.xml", (REAL / "9250AA67-F3AC-6C12-0CB9-0662231AA181_fgdc.xml").read_bytes(), FGDC_TITLE,
-         FGDC_ABSTRACT),  # FGDC CSDGM, as ArcMap wrote .shp.xml
-        ("box.shp.xml", (REAL / "9250AA67-F3AC-6C12-0CB9-0662231AA181_iso.xml").read_bytes(), FGDC_TITLE,
-         FGDC_ABSTRACT),  # ISO 19139
-        ("box.xml", (REAL / "metawal.wallonie.be-catchments.xml").read_bytes(), "Protection des captages - Série",
-         "Cette collection de données comprend les zones de surveillance"),  # ISO 19115-3
+        ("box.shp.xml", (RECORDS / "sinkholes_fgdc.xml").read_bytes(), "SINKHOLES",
+         SINKHOLES_ABSTRACT),  # FGDC CSDGM, as ArcMap wrote .shp.xml
+        ("box.shp.xml", (RECORDS / "sinkholes_iso19139.xml").read_bytes(), "SINKHOLES",
+         SINKHOLES_ABSTRACT),  # ISO 19139
+        ("box.xml", (RECORDS / "springs_iso19115-3.xml").read_bytes(), "Sources karstiques protégées - Série",
+         "Cette collection de données comprend les zones de protection"),  # ISO 19115-3
+        pytest.param("box.shp.xml", CORPUS / "9250AA67-F3AC-6C12-0CB9-0662231AA181_iso.xml", "ALLSPECIES",
+                     "272 Categorized Initiatives", marks=pytest.mark.corpus),  # a real ISO 19139 record
         ("BOX.SHP.XML", ESRI_METADATA, "Study area box", "The box of the 2014 survey."),  # ArcGIS's own format
         ("box.shp.xml", b"<html><body>metadata</body></html>", None, None),  # no known record
         ("box.shp.xml", b'<!DOCTYPE m [<!ENTITY a "aaaa">]><metadata>&a;</metadata>', None, None),  # refused
     ],
 )  # fmt: skip
-def test_the_title_comes_from_the_metadata_member(tmp_path, member, metadata, title, abstract):
-    archive = zip_bytes(BOX | {member: metadata})
+def test_the_title_comes_from_the_metadata_member(tmp_path, box, member, metadata, title, abstract):
+    if isinstance(metadata, Path):  # a record of the shared corpus
+        if not metadata.is_file():
+            pytest.skip(f"shared corpus absent at {CORPUS}")
+        metadata = metadata.read_bytes()
+    archive = zip_bytes(box | {member: metadata})
     padded = tmp_path / "box.zip"
     padded.write_bytes(
-        zip_bytes(BOX | {member: metadata, "padding.bin": os.urandom(11 * MB)}, compression=STORED)
+        zip_bytes(box | {member: metadata, "padding.bin": os.urandom(11 * MB)}, compression=STORED)
     )
     [whole] = detect(response("http://h/box.zip", archive))
     _, fetch, [ranged] = asyncio.run(crawl_and_detect(padded))
@@ -269,6 +282,6 @@ def test_the_title_comes_from_the_metadata_member(tmp_path, member, metadata, ti
     assert fetch.requests == 2  # the directory, then the metadata member
 
 
-def test_without_metadata_there_is_no_title(tmp_path):
-    [resource] = detect(response("http://h/box.zip", zip_bytes(BOX)))
+def test_without_metadata_there_is_no_title(box):
+    [resource] = detect(response("http://h/box.zip", zip_bytes(box)))
     assert (resource.title, resource.abstract, resource.datasets[0].title) == (None, None, None)
