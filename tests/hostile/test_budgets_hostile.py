@@ -84,3 +84,20 @@ def test_budgets_off_leave_every_url_fetched():
         report, found, _ = crawl(hostile, paths, host_max_failures=0, host_time_budget=0, level_deadline=0)
     assert found == {"good.kml"}
     assert report.levels[1].urls == 13 and report.levels[1].deferred == 0
+
+
+def test_hosts_the_crawl_keeps_waiting_are_not_set_aside_for_their_size():
+    """Two healthy hosts of 25 pages, one request at a time in all, 0.1 s between a host's requests: each
+    takes longer than its time budget, but the crawl's one fetch slot sets the pace, not the hosts."""
+    with HostileServer() as first, HostileServer(host="127.0.0.2") as second:
+        links = [server.url(f"/ok?page={i}") for server in (first, second) for i in range(25)]
+        seed = "".join(f'<a href="{link}">x</a>' for link in links).encode()
+        with PagesServer({"/": ("text/html", b"<html><body>" + seed + b"</body></html>")}) as site:
+            settings = loopback_settings(first, second, site, max_level=1, concurrency=1,
+                                         per_host_concurrency=1, per_host_delay=0.1, host_time_budget=1.0)  # fmt: skip
+            started = time.monotonic()
+            report = asyncio.run(crawl_to_jsonl([site.url("/")], settings, ["KML"], io.StringIO()))
+            seconds = time.monotonic() - started
+    level = report.levels[1]
+    assert seconds > 2 * settings.host_time_budget  # each host's pages took longer than its budget
+    assert level.urls == 50 and level.deferred == 0 and level.deferred_hosts == 0

@@ -33,6 +33,7 @@ log = logging.getLogger("geoweb.crawl")
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 SNIFFED_TYPES = frozenset({"", "text/plain", "application/octet-stream", "binary/octet-stream"})
+WAIT_CLOCK_SECONDS = 0.25  # how often the time the level waits on its hosts is counted
 
 
 PageSink = Callable[[Page], None]
@@ -151,8 +152,23 @@ class Crawler:
         in_flight = asyncio.Semaphore(self.settings.concurrency)
 
         deadline = started + self.settings.level_deadline if self.settings.level_deadline else float("inf")
-        host_started: dict[str, float] = {}
         failed_in_row: Counter[str] = Counter()
+        # A host's time budget counts the time the level waits on it. While some host's next URL waits for a
+        # fetch slot, the crawl sets the pace, not the hosts: a big healthy host among many is never set aside
+        # for its size. Once no URL waits for a slot, the hosts with URLs left are what the level waits on.
+        waited: Counter[str] = Counter()
+        workers_left = {host: min(self.settings.per_host_concurrency, len(q)) for host, q in queues.items()}
+        waiting_for_slot = 0
+
+        async def clock() -> None:
+            last = time.monotonic()
+            while True:
+                await asyncio.sleep(WAIT_CLOCK_SECONDS)
+                now = time.monotonic()
+                if not waiting_for_slot:
+                    for host in workers_left:
+                        waited[host] += now - last
+                last = now
 
         def defer(host: str, queue: deque[Link]) -> None:
             """Set the host aside with its URLs still queued: each becomes a deferred page."""
@@ -164,21 +180,25 @@ class Crawler:
                 if on_page:
                     on_page(Page(url, source, level, deferred=reason))
 
-        def host_deadline(host: str) -> tuple[float, str]:
-            """When the host's time runs out in this level, and which budget ends it then."""
-            budget = self.settings.host_time_budget
-            ends = host_started.setdefault(host, time.monotonic()) + budget if budget else float("inf")
-            return (ends, "host_time_budget") if ends < deadline else (deadline, "level_deadline")
-
         def over_budget(host: str, now: float) -> str | None:
-            ends, reason = host_deadline(host)
-            if now >= ends:
-                return reason
+            if now >= deadline:
+                return "level_deadline"
+            if self.settings.host_time_budget and waited[host] >= self.settings.host_time_budget:
+                return "host_time_budget"
             if self.settings.host_max_failures and failed_in_row[host] >= self.settings.host_max_failures:
                 return "host_failures"
             return None
 
         async def worker(host: str, queue: deque[Link]) -> None:
+            try:
+                await fetch_all(host, queue)
+            finally:
+                workers_left[host] -= 1
+                if not workers_left[host]:
+                    del workers_left[host]
+
+        async def fetch_all(host: str, queue: deque[Link]) -> None:
+            nonlocal waiting_for_slot
             while queue:
                 if host not in self.set_aside and (reason := over_budget(host, time.monotonic())):
                     self.set_aside[host] = reason
@@ -189,12 +209,22 @@ class Crawler:
                     return
                 url, source, _ = queue.popleft()
                 page = Page(url, source, level)
-                ends, reason = host_deadline(host)
-                # a fetch still running when the host's time is up ends there: the host is set aside
-                timer = asyncio.timeout_at(ends if ends != float("inf") else None)
+                # a fetch still running at the level's deadline ends there: the host is set aside
+                timer = asyncio.timeout_at(deadline if deadline != float("inf") else None)
+                reason = "level_deadline"
+                waiting_for_slot += 1
                 try:
-                    async with in_flight, timer:
-                        status, page.resources, page.links = await self.process(url, source, level, follow)
+                    async with timer:
+                        try:
+                            await in_flight.acquire()
+                        finally:
+                            waiting_for_slot -= 1
+                        try:
+                            status, page.resources, page.links = await self.process(
+                                url, source, level, follow
+                            )
+                        finally:
+                            in_flight.release()
                 except TimeoutError:
                     if not timer.expired():
                         raise
@@ -228,9 +258,13 @@ class Crawler:
                     on_page(page)
 
         per_host = self.settings.per_host_concurrency
-        await asyncio.gather(
-            *(worker(host, q) for host, q in queues.items() for _ in range(min(per_host, len(q))))
-        )
+        ticking = asyncio.create_task(clock())
+        try:
+            await asyncio.gather(
+                *(worker(host, q) for host, q in queues.items() for _ in range(min(per_host, len(q))))
+            )
+        finally:
+            ticking.cancel()
         stats.deferred_hosts = sum(1 for host in queues if host in self.set_aside)
         stats.seconds = time.monotonic() - started
         result.stats = stats
