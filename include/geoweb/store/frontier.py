@@ -31,8 +31,10 @@ log = logging.getLogger("geoweb.store")
 
 COLUMNS = (
     "run_key", "url", "level", "shard", "source_hash", "source_page", "keyword", "status", "error_reason",
-    "error_message", "score",
+    "error_message", "score", "updated_at",
 )  # fmt: skip
+# a row's values: COLUMNS, updated_at set (now) when the row has an outcome, left NULL while it is 'discovered'
+_VALUES = f"({', '.join(['%s'] * (len(COLUMNS) - 1))}, CASE WHEN %s THEN now() END)"
 # a run's key from its id, in a statement with %(run_id)s
 RUN_KEY = "(SELECT run_key FROM crawl_runs WHERE run_id = %(run_id)s)"
 # SQLSTATE classes of data the database refuses (data exception, program limit): a page whose rows
@@ -103,7 +105,7 @@ class FrontierRows:
 
     def __init__(self, shards: int):
         self.shards = shards
-        self.rows: dict[int, tuple] = {}  # url_hash -> COLUMNS but the run key
+        self.rows: dict[int, tuple] = {}  # url_hash -> _VALUES but the run key
 
     def add(
         self,
@@ -130,7 +132,7 @@ class FrontierRows:
         clean = Cleaner()
         self.rows[key] = (
             url, level, shard_of(origin(url), self.shards), source_hash, source, clean.text(keyword, "keyword"),
-            status, error_reason, error_message, score,
+            status, error_reason, error_message, score, status != URLStatus.DISCOVERED,
         )  # fmt: skip
         clean.log_changes(url)
 
@@ -298,4 +300,6 @@ def _write(cur, run_id: str, rows: FrontierRows) -> int:
     run_key = cur.fetchone()[0]
     if run_key is None:
         raise StoreError(f"unknown run {run_id!r}: runs.begin was never called for it")
-    return len(execute_values(cur, _UPSERT, rows.sorted(run_key), page_size=PAGE_SIZE, fetch=True))
+    return len(
+        execute_values(cur, _UPSERT, rows.sorted(run_key), template=_VALUES, page_size=PAGE_SIZE, fetch=True)
+    )

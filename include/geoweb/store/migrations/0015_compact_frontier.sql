@@ -2,7 +2,7 @@
 -- hash of the URL (an expression of the unique index, not stored) instead of the run id and the URL text; the URL
 -- kept once in the row, the origin computed from it (an origin's URLs are those of its shard), a page's source as
 -- the hash of its row, level and shard as smallint, the status as an enum (4 bytes; it compares with its labels
--- as the text did), fixed-width columns first. The view frontier_urls gives the rows back with the run id, the
+-- as the text did), no time until an outcome, fixed-width columns first. The view frontier_urls gives the rows back with the run id, the
 -- origin and the source URL.
 --
 -- Hash collisions: two URLs of one run with the same 64-bit hash are one row, the second counted as seen.
@@ -30,7 +30,7 @@ DROP FUNCTION level_figures(text);
 CREATE TABLE frontier_compact (
     source_hash   bigint,  -- geoweb_url_hash of the page that linked to it, a row of the same run
     score         double precision NOT NULL DEFAULT 0,
-    updated_at    timestamptz NOT NULL DEFAULT now(),
+    updated_at    timestamptz,  -- when its outcome was recorded; NULL while discovered (8 bytes less per row)
     run_key       integer NOT NULL REFERENCES crawl_runs (run_key) ON DELETE CASCADE,
     level         smallint NOT NULL,
     shard         smallint NOT NULL,
@@ -46,7 +46,7 @@ CREATE TABLE frontier_compact (
 INSERT INTO frontier_compact (source_hash, score, updated_at, run_key, level, shard, status, url, source_page,
                               keyword, error_reason, error_message)
 SELECT DISTINCT ON (r.run_key, geoweb_url_hash(f.url))
-       geoweb_url_hash(s.url), f.score, f.updated_at, r.run_key, f.level, f.shard, f.status::geoweb_url_status,
+       geoweb_url_hash(s.url), f.score, CASE WHEN f.status <> 'discovered' THEN f.updated_at END, r.run_key, f.level, f.shard, f.status::geoweb_url_status,
        f.url, CASE WHEN s.url IS NULL THEN f.source_page END, f.keyword, f.error_reason, f.error_message
 FROM frontier f
 JOIN crawl_runs r USING (run_id)
