@@ -221,14 +221,15 @@ def measured(call: Callable[[], object]) -> tuple[object, float, float]:
 def load_run(dsn: str, links: list[RecordedLink], found_on: list[str]) -> None:
     """The run's frontier and resources into the database, by COPY."""
     null = "\\N"  # COPY's NULL
-    frontier = io.StringIO(
-        "".join(f"{SCALE_RUN}\t{x.url}\t{x.level}\t0\th\t{x.source or null}\t{x.score}\n" for x in links)
-    )
     with closing(psycopg2.connect(dsn)) as conn, conn, conn.cursor() as cur:
-        cur.execute("INSERT INTO crawl_runs (run_id, status) VALUES (%s, 'running')", (SCALE_RUN,))
-        cur.copy_expert(
-            "COPY frontier (run_id, url, level, shard, origin, source_page, score) FROM STDIN", frontier
+        cur.execute(
+            "INSERT INTO crawl_runs (run_id, status) VALUES (%s, 'running') RETURNING run_key", (SCALE_RUN,)
         )
+        run_key = cur.fetchone()[0]
+        frontier = io.StringIO(
+            "".join(f"{run_key}\t{x.url}\t{x.level}\t0\t{x.source or null}\t{x.score}\n" for x in links)
+        )
+        cur.copy_expert("COPY frontier (run_key, url, level, shard, source_page, score) FROM STDIN", frontier)
         cur.execute("CREATE TEMP TABLE found (n serial, url text)")
         cur.copy_expert("COPY found (url) FROM STDIN", io.StringIO("".join(f"{url}\n" for url in found_on)))
         cur.execute("INSERT INTO resources (url, type) SELECT 'http://found.example/' || n, 'KML' FROM found")

@@ -290,7 +290,7 @@ def crawl_dag(spec: BigWebSpec, args) -> Result:
         raise RuntimeError(f"run {run_id} ended {state}")
     frontier_after, database_after = relation_mb()
     with psycopg2.connect(GEOWEB_DB) as conn, conn.cursor() as cur:
-        cur.execute("SELECT count(*) FROM frontier WHERE run_id = %s", (run_id,))
+        cur.execute("SELECT count(*) FROM frontier_urls WHERE run_id = %s", (run_id,))
         rows = cur.fetchone()[0]
         cur.execute("SELECT level, sum(urls), count(*), max(seconds) FROM crawl_levels WHERE run_id = %s "
                     "GROUP BY level ORDER BY level", (run_id,))  # fmt: skip

@@ -136,7 +136,7 @@ def crawl(client: AirflowClient, conf: dict, count: int) -> Result:
         raise RuntimeError(f"run {run_id} ended {state}")
     mapped = [t for t in client.task_instances(MAIN_DAG, run_id) if t["task_id"].startswith("crawl_level_")]
     mapped = [t for t in mapped if t["state"] == "success"]
-    pages = int(scalar("SELECT count(*) FROM frontier WHERE run_id = %s AND status = 'fetched'", run_id))
+    pages = int(scalar("SELECT count(*) FROM frontier_urls WHERE run_id = %s AND status = 'fetched'", run_id))
     crawl_seconds = scalar("SELECT coalesce(sum(seconds), 0) FROM crawl_levels WHERE run_id = %s", run_id)
     durations = [(_time(t["end_date"]) - _time(t["start_date"])).total_seconds() for t in mapped]
     levels_seconds = 0.0

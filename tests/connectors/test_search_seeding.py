@@ -71,7 +71,7 @@ def begun(store: Store, run_params: HarvestParams) -> str:
 
 def frontier(dsn: str, run_id: str) -> dict[str, tuple]:
     with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
-        cur.execute("SELECT url, level, source_page, keyword FROM frontier WHERE run_id = %s", (run_id,))
+        cur.execute("SELECT url, level, source_page, keyword FROM frontier_urls WHERE run_id = %s", (run_id,))
         return {url: rest for url, *rest in cur.fetchall()}
 
 

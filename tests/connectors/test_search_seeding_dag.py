@@ -99,7 +99,7 @@ def test_hits_and_portal_links_are_crawled_at_level_0_with_their_keyword(stack, 
         and sources["datagov"].requests[0].headers["x-api-key"] == sources["datagov"].key
     )
     frontier = {url: (keyword, status, page) for url, keyword, status, page in query(
-        "SELECT url, keyword, status, source_page FROM frontier WHERE run_id = %s AND level = 0", run_id)}  # fmt: skip
+        "SELECT url, keyword, status, source_page FROM frontier_urls WHERE run_id = %s AND level = 0", run_id)}  # fmt: skip
     dataset_page = "https://catalog.data.gov/dataset/national-hydrography-dataset-region-1"
     assert frontier == {
         web.url("B", "/wms?SERVICE=WMS&REQUEST=GetCapabilities"): (KEYWORD, "fetched", None),
@@ -157,4 +157,6 @@ def test_a_run_naming_neither_seeds_nor_providers_takes_them_from_the_variables(
     ((params,),) = query("SELECT params FROM crawl_runs WHERE run_id = %s", run_id)
     assert (params["search_providers"], params["seeds"]) == (["searxng"], [])
     assert sources["searxng"].requests and not sources["datagov"].requests
-    assert query("SELECT count(*) FROM frontier WHERE run_id = %s AND status = 'fetched'", run_id) == [(2,)]
+    assert query("SELECT count(*) FROM frontier_urls WHERE run_id = %s AND status = 'fetched'", run_id) == [
+        (2,)
+    ]

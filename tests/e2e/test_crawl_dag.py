@@ -77,7 +77,7 @@ def loaded(run_id: str) -> Run:
     for url, type_, level, id_, first, last, names in rows:
         assert (url, type_) not in found, f"{type_} {url} loaded twice by run {run_id}"
         found[(url, type_)] = Found(url, type_, level, tuple(names), id_, first, last)
-    frontier = {url for (url,) in query("SELECT url FROM frontier WHERE run_id = %s", run_id)}
+    frontier = {url for (url,) in query("SELECT url FROM frontier_urls WHERE run_id = %s", run_id)}
     return Run(run_id, "", found, frontier, 0.0)
 
 

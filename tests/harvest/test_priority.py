@@ -35,7 +35,7 @@ LINKS = [Link(f"{HOSTS[i % 6]}/p{i}", SEED, round(i / 100, 2)) for i in range(48
 def level_rows(dsn: str, run_id: str, level: int) -> dict[str, tuple]:
     with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
         cur.execute(
-            "SELECT url, status, error_reason, score FROM frontier WHERE run_id = %s AND level = %s",
+            "SELECT url, status, error_reason, score FROM frontier_urls WHERE run_id = %s AND level = %s",
             (run_id, level),
         )
         return {url: tuple(rest) for url, *rest in cur.fetchall()}
@@ -79,7 +79,11 @@ def test_a_redone_level_skips_the_same_urls(postgis_dsn, planned):
     fetched, failed = sorted(url for url, (status, _, _) in first.items() if status == "discovered")[:2]
     store.frontier.commit_pages(run_id, [Page(fetched, SEED, 1)], SHARDS)
     with store.conn, store.conn.cursor() as cur:
-        cur.execute("UPDATE frontier SET status = 'error' WHERE run_id = %s AND url = %s", (run_id, failed))
+        cur.execute(
+            "UPDATE frontier SET status = 'error' WHERE geoweb_url_hash(url) = geoweb_url_hash(%s) "
+            "AND run_key = (SELECT run_key FROM crawl_runs WHERE run_id = %s)",
+            (failed, run_id),
+        )
     plan_level(store, run_id, 1, params)
     plan_level(store, run_id, 1, params)
     again = level_rows(postgis_dsn, run_id, 1)
@@ -116,7 +120,8 @@ def test_the_database_budgets_a_level_in_the_order_of_the_library(postgis_dsn):
             )
             with store.conn, store.conn.cursor() as cur:  # the level as planned afresh
                 cur.execute(
-                    "UPDATE frontier SET status = 'discovered', error_reason = NULL WHERE run_id = %s",
+                    "UPDATE frontier SET status = 'discovered', error_reason = NULL "
+                    "WHERE run_key = (SELECT run_key FROM crawl_runs WHERE run_id = %s)",
                     (run_id,),
                 )
             assert store.frontier.skip_over_budget(run_id, 1, fraction, min_score) == len(dropped)
@@ -129,8 +134,10 @@ def record_run(dsn: str, run_id: str, links: list[RecordedLink], found_on: list[
         cur.execute("INSERT INTO crawl_runs (run_id, status) VALUES (%s, 'running')", (run_id,))
         execute_values(
             cur,
-            "INSERT INTO frontier (run_id, url, level, shard, origin, source_page, score) VALUES %s",
-            [(run_id, link.url, link.level, 0, "http://h", link.source, link.score) for link in links],
+            "INSERT INTO frontier (run_key, url, level, shard, source_page, score) "
+            "SELECT run_key, url, level, 0, source, score "
+            "FROM (VALUES %s) AS v(run_id, url, level, source, score) JOIN crawl_runs USING (run_id)",
+            [(run_id, link.url, link.level, link.source, link.score) for link in links],
         )
         ids = execute_values(
             cur, "INSERT INTO resources (url, type) VALUES %s RETURNING id",

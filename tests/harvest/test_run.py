@@ -105,14 +105,14 @@ def figures(levels) -> list[tuple[int, int, int, int]]:
 
 def frontier(dsn: str, run_id: str) -> dict[str, tuple]:
     with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
-        cur.execute("SELECT url, level, status, error_reason FROM frontier WHERE run_id = %s", (run_id,))
+        cur.execute("SELECT url, level, status, error_reason FROM frontier_urls WHERE run_id = %s", (run_id,))
         return {url: tuple(rest) for url, *rest in cur.fetchall()}
 
 
 def table_rows(dsn: str) -> dict[str, list]:
     """Every row of the harvest tables but the times a redo may touch."""
     queries = {
-        "frontier": "SELECT run_id, url, level, shard, status, error_reason FROM frontier",
+        "frontier": "SELECT run_id, url, level, shard, status, error_reason FROM frontier_urls",
         "run_resources": "SELECT run_id, resource_id, level, source_page FROM run_resources",
         "resources": "SELECT id, url, type, title, level, source_page FROM resources",
         "datasets": "SELECT id, resource_id, position, name FROM datasets",

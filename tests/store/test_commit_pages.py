@@ -21,7 +21,7 @@ def counts(store: Store, run_id: str, site: str) -> dict[str, int]:
             like,
         ),
         "run_resources": scalar(store, "SELECT count(*) FROM run_resources WHERE run_id = %s", run_id),
-        "frontier": scalar(store, "SELECT count(*) FROM frontier WHERE run_id = %s", run_id),
+        "frontier": scalar(store, "SELECT count(*) FROM frontier_urls WHERE run_id = %s", run_id),
     }
 
 
@@ -58,7 +58,7 @@ def test_redoing_pages_never_duplicates_a_row(store, run_id, site, caplog):
     assert counts(store, run_id, site) == first
     assert rows(
         store,
-        "SELECT url, level, status, error_reason, error_message FROM frontier WHERE run_id = %s ORDER BY url",
+        "SELECT url, level, status, error_reason, error_message FROM frontier_urls WHERE run_id = %s ORDER BY url",
         run_id,
     ) == [
         (f"{site}/", 0, "fetched", None, None),
@@ -68,7 +68,7 @@ def test_redoing_pages_never_duplicates_a_row(store, run_id, site, caplog):
         (f"{site}/private", 1, "skipped", "robots_disallowed", "robots.txt disallows this URL"),
     ]
     assert store.frontier.pending_urls(
-        run_id, 2, scalar(store, "SELECT shard FROM frontier WHERE url = %s", f"{site}/more")
+        run_id, 2, scalar(store, "SELECT shard FROM frontier_urls WHERE url = %s", f"{site}/more")
     ) == [(f"{site}/more", f"{site}/maps", None, 0.0)]
 
 
@@ -121,7 +121,7 @@ def test_the_search_keyword_follows_pages_to_resources_and_links(store, run_id, 
         ("KML", "trails"),
         ("WMS", "rivers"),
     ]
-    assert rows(store, "SELECT level, keyword FROM frontier WHERE url = %s", f"{site}/next") == [
+    assert rows(store, "SELECT level, keyword FROM frontier_urls WHERE url = %s", f"{site}/next") == [
         (1, "rivers")
     ]
 
@@ -213,7 +213,7 @@ def test_a_hostile_resource_loads_what_it_can_and_loses_nothing_else(store, run_
         ("KML",),
         ("WMS",),
     ]
-    assert rows(store, "SELECT status FROM frontier WHERE run_id = %s ORDER BY url", run_id) == [
+    assert rows(store, "SELECT status FROM frontier_urls WHERE run_id = %s ORDER BY url", run_id) == [
         ("fetched",),
         ("fetched",),
         ("discovered",),
@@ -258,7 +258,7 @@ def test_rows_the_database_refuses_fail_their_page_only(store, run_id, site, cap
     assert rows(store, "SELECT type FROM resources WHERE url LIKE %s", f"{site}/%") == [("WMS",)]
     (status, reason, message), fine = rows(
         store,
-        "SELECT status, error_reason, error_message FROM frontier WHERE run_id = %s ORDER BY url DESC",
+        "SELECT status, error_reason, error_message FROM frontier_urls WHERE run_id = %s ORDER BY url DESC",
         run_id,
     )
     assert (status, reason, fine) == ("error", "store", ("fetched", None, None))

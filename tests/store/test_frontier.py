@@ -5,11 +5,12 @@ import sys
 import threading
 from collections import Counter
 
-import psycopg2
 import pytest
 
-from geoweb.store import Store, shard_of
+from geoweb.links.normalize import origin
+from geoweb.store import Store, StoreError, shard_of
 from geoweb.store.clean import MAX_URL_BYTES
+from geoweb.store.frontier import url_hash
 from tests.store.queries import rows, scalar
 
 ORIGINS = [f"http://host{i}.example" for i in range(1000)]
@@ -34,6 +35,23 @@ def test_shards_spread_origins_and_refuse_no_shards():
         shard_of("http://a.example", 0)
 
 
+# URLs as the frontier may hold them: normalised, and as a caller could pass them
+KEY_URLS = [
+    "http://a.example/", "https://b.example:8443/wms?SERVICE=WMS", "http://a.example?x=1", "http://a.example#top",
+    "HTTP://Upper.example/Path", "http://user:pw@a.example:81/", "http://[2001:db8::1]:8080/x", "http://a.example",
+    "http://例え.jp/河川?q=水", "http://a.example/" + "p" * 2000,
+]  # fmt: skip
+
+
+def test_the_keys_and_origins_python_computes_are_the_databases(store):
+    """``url_hash`` and ``links.normalize.origin`` agree with the schema's ``geoweb_url_hash`` and
+    ``geoweb_origin``, which index the rows."""
+    assert rows(
+        store, "SELECT geoweb_url_hash(u), geoweb_origin(u) FROM unnest(%s::text[]) AS u", KEY_URLS
+    ) == [(url_hash(url), origin(url)) for url in KEY_URLS]
+    assert len({url_hash(url) for url in KEY_URLS}) == len(KEY_URLS)
+
+
 def test_add_urls_counts_only_new_urls_and_keeps_the_first_level(store, run_id, site):
     links = [(f"{site}/a", None, "rivers"), (f"{site}/b", None, None), (f"{site}/a", None, "lakes")]
     assert store.frontier.add_urls(run_id, 0, links, shards=4) == 2
@@ -45,7 +63,7 @@ def test_add_urls_counts_only_new_urls_and_keeps_the_first_level(store, run_id, 
     )
     assert rows(
         store,
-        "SELECT url, level, source_page, keyword, status FROM frontier WHERE run_id = %s ORDER BY url",
+        "SELECT url, level, source_page, keyword, status FROM frontier_urls WHERE run_id = %s ORDER BY url",
         run_id,
     ) == [
         (f"{site}/a", 0, None, "rivers", "discovered"),
@@ -59,7 +77,7 @@ def test_add_urls_counts_only_new_urls_and_keeps_the_first_level(store, run_id, 
         (f"{site}/b", None, None, 0.0),
     ]
     assert store.frontier.pending_urls(run_id, 0, (shard + 1) % 4) == []
-    assert store.frontier.origin_counts(run_id, [site, "http://other.example"]) == {
+    assert store.frontier.origin_counts(run_id, shard, [site, "http://other.example"]) == {
         site: 3,
         "http://other.example": 0,
     }
@@ -75,7 +93,7 @@ def test_unstorable_urls_are_logged_and_the_rest_added(store, run_id, site, capl
     with caplog.at_level(logging.WARNING, logger="geoweb.store"):
         assert store.frontier.add_urls(run_id, 0, links, 2) == 1
     assert len([r for r in caplog.records if "not stored in the frontier" in r.message]) == 3
-    assert rows(store, "SELECT url, keyword FROM frontier WHERE run_id = %s", run_id) == [
+    assert rows(store, "SELECT url, keyword FROM frontier_urls WHERE run_id = %s", run_id) == [
         (f"{site}/fine", "keyword")
     ]
 
@@ -97,13 +115,13 @@ def test_two_workers_adding_overlapping_links_at_once_add_each_url_once(postgis_
         t.join(60)
     assert sum(added) == 2000
     with Store(postgis_dsn) as store:
-        assert scalar(store, "SELECT count(*) FROM frontier WHERE run_id = %s", run_id) == 2000
+        assert scalar(store, "SELECT count(*) FROM frontier_urls WHERE run_id = %s", run_id) == 2000
 
 
 def test_a_run_never_begun_is_refused(store, site):
-    with pytest.raises(psycopg2.errors.ForeignKeyViolation, match="crawl_runs"):
+    with pytest.raises(StoreError, match="unknown run 'never-begun'"):
         store.frontier.add_urls("never-begun", 0, [(f"{site}/", None, None)], 4)
-    assert scalar(store, "SELECT count(*) FROM frontier WHERE run_id = 'never-begun'") == 0
+    assert scalar(store, "SELECT count(*) FROM frontier WHERE url = %s", f"{site}/") == 0
 
 
 def test_a_page_over_the_memory_bound_is_deferred_with_its_reason():

@@ -62,3 +62,69 @@ def test_a_failing_migration_is_rolled_back_and_named(postgis_database, tmp_path
         (tmp_path / "0002_broken.sql").write_text("CREATE TABLE second (x integer);")
         with Store(dsn) as other:
             assert apply_migrations(other.conn, tmp_path) == ["0002_broken"]
+
+
+FRONTIER_BEFORE_0015 = [  # (run_id, url, level, shard, origin, source_page, keyword, status, error_reason, score)
+    ("manual__2026-12-01T08:00:00+00:00", "http://a.example/", 0, 1, "http://a.example", "http://catalogue.example/r/1",
+     "rivers", "fetched", None, 0.0),
+    ("manual__2026-12-01T08:00:00+00:00", "http://a.example/maps?x=1", 1, 1, "http://a.example", "http://a.example/",
+     "rivers", "error", "timeout", 0.25),
+    ("manual__2026-12-01T08:00:00+00:00", "https://b.example:8443/wms", 1, 0, "https://b.example:8443",
+     "http://a.example/", "rivers", "deferred", "host_failures", 0.5),
+    ("manual__2026-12-01T08:00:00+00:00", "http://a.example/河川", 2, 1, "http://a.example",
+     "http://a.example/maps?x=1", None, "discovered", None, 0.125),
+    ("scheduled__2026-12-02T00:00:00+00:00", "http://a.example/", 0, 1, "http://a.example", None, None, "fetched",
+     None, 0.0),
+    ("scheduled__2026-12-02T00:00:00+00:00", "http://a.example/maps?x=1", 1, 1, "http://a.example",
+     "http://a.example/", None, "skipped", "budget", 0.25),
+]  # fmt: skip
+FRONTIER_READ = (
+    "SELECT run_id, url, level, shard, origin, source_page, keyword, status, error_reason, score, {} "
+    "FROM {} ORDER BY run_id, url"
+)
+
+
+def test_the_compact_frontier_keeps_every_row_of_every_run(postgis_database, tmp_path):
+    for path in MIGRATIONS.iterdir():
+        if path.name.endswith(".sql") and path.name < "0015":
+            (tmp_path / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    with postgis_database() as dsn, Store(dsn) as store:
+        apply_migrations(store.conn, tmp_path)
+        with store.conn, store.conn.cursor() as cur:
+            for run_id in sorted({row[0] for row in FRONTIER_BEFORE_0015}):
+                cur.execute("INSERT INTO crawl_runs (run_id, status) VALUES (%s, 'failed')", (run_id,))
+            cur.executemany(
+                "INSERT INTO frontier (run_id, url, level, shard, origin, source_page, keyword, status, "
+                "error_reason, score) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                FRONTIER_BEFORE_0015,
+            )
+        # the time of an outcome is kept; a URL still to fetch has none
+        before = rows(
+            store, FRONTIER_READ.format("CASE WHEN status <> 'discovered' THEN updated_at END", "frontier")
+        )
+        figures = [
+            rows(store, "SELECT * FROM level_figures(%s)", run) for run in sorted({r[0] for r in before})
+        ]
+        assert store.migrate() == ["0015_compact_frontier"]
+        assert rows(store, FRONTIER_READ.format("updated_at", "frontier_urls")) == before
+        assert [
+            rows(store, "SELECT * FROM level_figures(%s)", run) for run in sorted({r[0] for r in before})
+        ] == figures
+        # a source page that is a row of the run is kept as the hash of that row, any other as text
+        assert rows(
+            store, "SELECT url, source_page IS NULL, source_hash IS NULL FROM frontier ORDER BY run_key, url"
+        ) == [
+            ("http://a.example/", False, True),
+            ("http://a.example/maps?x=1", True, False),
+            ("http://a.example/河川", True, False),
+            ("https://b.example:8443/wms", True, False),
+            ("http://a.example/", True, True),
+            ("http://a.example/maps?x=1", True, False),
+        ]
+        # the failed run resumes on the converted rows
+        run = "manual__2026-12-01T08:00:00+00:00"
+        assert store.frontier.pending_urls(run, 2, 1) == [
+            ("http://a.example/河川", "http://a.example/maps?x=1", None, 0.125)
+        ]
+        assert store.frontier.set_aside(run) == {"https://b.example:8443": "host_failures"}
+        assert store.frontier.origin_counts(run, 1, ["http://a.example"]) == {"http://a.example": 3}

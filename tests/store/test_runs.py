@@ -101,7 +101,7 @@ def test_deferred_pages_are_kept_with_their_reason_counted_and_their_hosts_set_a
     deferred = [Page(url, seed, 1, deferred="host_failures") for url in level_1[2:]]
     store.frontier.commit_pages(run_id, deferred, 2)
     status = rows(
-        store, "SELECT url, status, error_reason FROM frontier WHERE run_id = %s AND level = 1", run_id
+        store, "SELECT url, status, error_reason FROM frontier_urls WHERE run_id = %s AND level = 1", run_id
     )
     assert {url: (state, reason) for url, state, reason in status} == {
         f"{site}/a": ("fetched", None),

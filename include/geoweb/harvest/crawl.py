@@ -1,8 +1,8 @@
 """The steps of a crawl run, as the crawl DAG's tasks call them: start, seed by search, plan a level, crawl a
 shard, finish.
 
-The crawl state lives in the store's frontier (one row per URL of the run, exact keys), so each step can be
-redone: a retried or killed task loses no URL and duplicates no row, and a failed run resumes where it
+The crawl state lives in the store's frontier (one row per URL of the run, keyed by a 64-bit hash of it), so
+each step can be redone: a retried or killed task loses no URL and duplicates no row, and a failed run resumes where it
 stopped. A level's URLs are sharded by origin, so one host is crawled by one task at a time and per-host
 politeness and robots.txt hold across workers.
 """
@@ -147,7 +147,7 @@ def crawl_shard(store: Store, run_id: str, level: int, shard: int, params: Harve
     log.info("run %s: level %d shard %d: %d URLs on %d hosts: %s", run_id, level, shard, len(items),
              len(origins), ", ".join(origins))  # fmt: skip
     # the shard owns its origins for the run, so their page budgets go on from the frontier's counts
-    budget_used = store.frontier.origin_counts(run_id, origins)
+    budget_used = store.frontier.origin_counts(run_id, shard, origins)
     keyword_of = {url: keyword for url, _, keyword, _ in items}
     commit_seconds = 0.0
 
@@ -195,7 +195,7 @@ async def _crawl(
     """One level of the engine over the shard's URLs; every page goes to ``on_page``, flushed at the end."""
     async with open_crawler(params.settings(), types=params.types) as crawler:
         # the crawler's Bloom filter is an in-process pre-filter of repeated links; the frontier's keys are
-        # the run's exact dedup
+        # the run's dedup (exact but for 64-bit hash collisions: 1e-7 odds in a 2-million-URL run)
         for url, _, _, _ in items:
             crawler.seen.add(url)  # links back to this level's pages stop here, before the database
         crawler.budget.counts.update(budget_used)

@@ -1,17 +1,24 @@
 """The crawl frontier (the ``frontier`` table): every URL of a run once, with its shard (its origin's) and what
 became of it. A crawl's pages are committed here with the resources they found; a level's budget ranks its
 URLs in the crawl's order of priority, computed in SQL as ``links.priority.by_priority`` computes it.
+
+Rows are keyed by the run's integer key and a 64-bit hash of the URL (``url_hash``, indexed, not stored), the
+URL itself kept once in the row; a link's source page is the hash of its own row. Two URLs of a run with one
+hash are one row: about n^2 / 2^65 odds for n URLs, 1e-7 for 2 million (migration 0015), against the 1e-4 per
+URL of the crawl's Bloom filter. The view ``frontier_urls`` reads the rows back with the run id, origin and
+source URL.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import zlib
 
 import psycopg2
 from psycopg2.extras import execute_values
 
-from geoweb.errors import RobotsDisallowed
+from geoweb.errors import RobotsDisallowed, StoreError
 from geoweb.links.normalize import origin
 from geoweb.links.priority import kept_count
 from geoweb.models import Link, Page, URLStatus
@@ -23,9 +30,13 @@ from geoweb.store.rows import ResourceRows, resource_rows
 log = logging.getLogger("geoweb.store")
 
 COLUMNS = (
-    "run_id", "url", "level", "shard", "origin", "source_page", "keyword", "status", "error_reason", "error_message",
-    "score",
+    "run_key", "url", "level", "shard", "source_hash", "source_page", "keyword", "status", "error_reason",
+    "error_message", "score", "updated_at",
 )  # fmt: skip
+# a row's values: COLUMNS, updated_at set (now) when the row has an outcome, left NULL while it is 'discovered'
+_VALUES = f"({', '.join(['%s'] * (len(COLUMNS) - 1))}, CASE WHEN %s THEN now() END)"
+# a run's key from its id, in a statement with %(run_id)s
+RUN_KEY = "(SELECT run_key FROM crawl_runs WHERE run_id = %(run_id)s)"
 # SQLSTATE classes of data the database refuses (data exception, program limit): a page whose rows
 # hit one is marked as failed; any other error (a lost connection, a run never begun) propagates, and the
 # pages stay to be redone.
@@ -40,28 +51,33 @@ SQL_BY_PRIORITY = f"score DESC, {SQL_SHUFFLE_KEY}"
 # back when inserted or updated, so for new links the count is the number of URLs new to the run.
 _UPSERT = f"""
 INSERT INTO frontier AS f ({", ".join(COLUMNS)}) VALUES %s
-ON CONFLICT (run_id, url) DO UPDATE SET
+ON CONFLICT (run_key, geoweb_url_hash(url)) DO UPDATE SET
     status = EXCLUDED.status, error_reason = EXCLUDED.error_reason, error_message = EXCLUDED.error_message,
     updated_at = now()
 WHERE EXCLUDED.status <> '{URLStatus.DISCOVERED}'
 RETURNING 1
 """
 # The level's URLs in the order of links.priority.by_priority; those past the first %(kept)s or scoring below
-# %(min_score)s are skipped, locked in key order like every write.
+# %(min_score)s are skipped, locked in key order like every write (rows found by ctid: the ones locked are the
+# ones updated).
 _SKIP_OVER_BUDGET = f"""
 WITH ranked AS (
-    SELECT url, score, row_number() OVER (ORDER BY {SQL_BY_PRIORITY}) AS position
-    FROM frontier WHERE run_id = %(run_id)s AND level = %(level)s
+    SELECT ctid AS row_id, score, row_number() OVER (ORDER BY {SQL_BY_PRIORITY}) AS position
+    FROM frontier WHERE run_key = {RUN_KEY} AND level = %(level)s
 ), dropped AS (
-    SELECT f.url FROM frontier f JOIN ranked USING (url)
-    WHERE f.run_id = %(run_id)s AND f.status = '{URLStatus.DISCOVERED}'
-        AND (ranked.position > %(kept)s OR ranked.score < %(min_score)s)
-    ORDER BY f.url FOR UPDATE OF f
+    SELECT f.ctid AS row_id FROM frontier f JOIN ranked ON f.ctid = ranked.row_id
+    WHERE f.status = '{URLStatus.DISCOVERED}' AND (ranked.position > %(kept)s OR ranked.score < %(min_score)s)
+    ORDER BY geoweb_url_hash(f.url) FOR UPDATE OF f
 )
 UPDATE frontier f SET status = '{URLStatus.SKIPPED}', error_reason = 'budget',
     error_message = 'not followed: under the link budget', updated_at = now()
-FROM dropped WHERE f.run_id = %(run_id)s AND f.url = dropped.url
+FROM dropped WHERE f.ctid = dropped.row_id
 """
+
+
+def url_hash(url: str) -> int:
+    """The frontier's key of a URL: the first 64 bits of its MD5, signed, as ``geoweb_url_hash`` in SQL."""
+    return int.from_bytes(hashlib.md5(url.encode("utf-8")).digest()[:8], "big", signed=True)
 
 
 def shard_of(origin: str, shards: int) -> int:
@@ -86,13 +102,13 @@ def outcome(page: Page) -> tuple[URLStatus, str | None, str | None]:
 
 
 class FrontierRows:
-    """Frontier rows of one run, one per URL (the first added wins), sorted by URL for writing: concurrent
-    writers then lock rows in one order and cannot deadlock."""
+    """Frontier rows of one run, one per URL (the first added wins), sorted by key for writing: concurrent
+    writers then lock rows in one order and cannot deadlock. A source page among the rows is kept as its
+    row's hash, any other (a seed's) as text."""
 
-    def __init__(self, run_id: str, shards: int):
-        self.run_id = run_id
+    def __init__(self, shards: int):
         self.shards = shards
-        self.rows: dict[str, tuple] = {}
+        self.rows: dict[int, tuple] = {}  # url_hash -> _VALUES but the run key
 
     def add(
         self,
@@ -110,13 +126,16 @@ class FrontierRows:
                 "%.200r not stored in the frontier: not a URL of at most %d bytes", url, MAX_URL_BYTES
             )
             return
-        if url in self.rows:
+        key = url_hash(url)
+        if key in self.rows:
             return
+        source, source_hash = storable_url(source_page), None
+        if source is not None and self.rows.get(url_hash(source), (None,))[0] == source:
+            source, source_hash = None, url_hash(source)
         clean = Cleaner()
-        host = origin(url)
-        self.rows[url] = (
-            self.run_id, url, level, shard_of(host, self.shards), host, storable_url(source_page),
-            clean.text(keyword, "keyword"), status, error_reason, error_message, score,
+        self.rows[key] = (
+            url, level, shard_of(origin(url), self.shards), source_hash, source, clean.text(keyword, "keyword"),
+            status, error_reason, error_message, score, status != URLStatus.DISCOVERED,
         )  # fmt: skip
         clean.log_changes(url)
 
@@ -129,8 +148,8 @@ class FrontierRows:
             for url, source, score in (Link(*link) for link in page.links):  # (url, source) scores 0
                 self.add(url, page.level + 1, source, keyword_of.get(page.url), score=score)
 
-    def sorted(self) -> list[tuple]:
-        return [self.rows[url] for url in sorted(self.rows)]
+    def sorted(self, run_key: int) -> list[tuple]:
+        return [(run_key, *self.rows[key]) for key in sorted(self.rows)]
 
 
 class Frontier(Repository):
@@ -142,19 +161,19 @@ class Frontier(Repository):
     ) -> int:
         """Add (url, source page, search keyword) links at ``level``; URLs the run already has are kept as
         they are. Returns how many URLs were new to the run."""
-        rows = FrontierRows(run_id, shards)
+        rows = FrontierRows(shards)
         for url, source_page, keyword in links:
             rows.add(url, level, source_page, keyword)
         with self._transaction() as cur:
-            return _write(cur, rows)
+            return _write(cur, run_id, rows)
 
     def pending_shards(self, run_id: str, level: int) -> list[int]:
         """Shards of a level with URLs still to fetch."""
         with self._transaction() as cur:
             cur.execute(
-                "SELECT DISTINCT shard FROM frontier WHERE run_id = %s AND level = %s AND status = %s "
-                "ORDER BY shard",
-                (run_id, level, URLStatus.DISCOVERED),
+                f"SELECT DISTINCT shard FROM frontier WHERE run_key = {RUN_KEY} AND level = %(level)s "
+                "AND status = %(status)s ORDER BY shard",
+                {"run_id": run_id, "level": level, "status": URLStatus.DISCOVERED},
             )
             return [row[0] for row in cur.fetchall()]
 
@@ -164,7 +183,7 @@ class Frontier(Repository):
         """(url, source page, search keyword, link score) of a shard's URLs still to fetch, best score first."""
         with self._transaction() as cur:
             cur.execute(
-                "SELECT url, source_page, keyword, score FROM frontier "
+                "SELECT url, source_page, keyword, score FROM frontier_urls "
                 "WHERE run_id = %s AND level = %s AND shard = %s AND status = %s "
                 "ORDER BY score DESC, url",
                 (run_id, level, shard, URLStatus.DISCOVERED),
@@ -176,24 +195,27 @@ class Frontier(Repository):
         many are skipped. The budget is taken over all the level's URLs, whatever their status, in the order
         of ``by_priority``, so redoing it skips the same set."""
         with self._transaction() as cur:
-            cur.execute("SELECT count(*) FROM frontier WHERE run_id = %s AND level = %s", (run_id, level))
-            kept = kept_count(cur.fetchone()[0], fraction)
+            level_of_run = {"run_id": run_id, "level": level}
             cur.execute(
-                _SKIP_OVER_BUDGET,
-                {"run_id": run_id, "level": level, "kept": kept, "min_score": min_score},
+                f"SELECT count(*) FROM frontier WHERE run_key = {RUN_KEY} AND level = %(level)s", level_of_run
             )
+            kept = kept_count(cur.fetchone()[0], fraction)
+            cur.execute(_SKIP_OVER_BUDGET, level_of_run | {"kept": kept, "min_score": min_score})
             cur.execute(
-                "SELECT count(*) FROM frontier WHERE run_id = %s AND level = %s AND error_reason = 'budget'",
-                (run_id, level),
+                f"SELECT count(*) FROM frontier WHERE run_key = {RUN_KEY} AND level = %(level)s "
+                "AND error_reason = 'budget'",
+                level_of_run,
             )
             return cur.fetchone()[0]
 
-    def origin_counts(self, run_id: str, origins: list[str]) -> dict[str, int]:
-        """Frontier URLs per origin (every level, every status): what a host's page budget has used."""
+    def origin_counts(self, run_id: str, shard: int, origins: list[str]) -> dict[str, int]:
+        """Frontier URLs per origin of a shard (every level, every status): what a host's page budget has
+        used."""
         with self._transaction() as cur:
             cur.execute(
-                "SELECT origin, count(*) FROM frontier WHERE run_id = %s AND origin = ANY(%s) GROUP BY origin",
-                (run_id, list(origins)),
+                f"SELECT geoweb_origin(url), count(*) FROM frontier WHERE run_key = {RUN_KEY} "
+                "AND shard = %(shard)s AND geoweb_origin(url) = ANY(%(origins)s) GROUP BY 1",
+                {"run_id": run_id, "shard": shard, "origins": list(origins)},
             )
             counts = dict(cur.fetchall())
         return {o: counts.get(o, 0) for o in origins}
@@ -202,9 +224,9 @@ class Frontier(Repository):
         """The origins a crawl of the run set aside, with the reason of each (a later shard defers them too)."""
         with self._transaction() as cur:
             cur.execute(
-                "SELECT DISTINCT ON (origin) origin, error_reason FROM frontier "
-                "WHERE run_id = %s AND status = %s ORDER BY origin, updated_at",
-                (run_id, URLStatus.DEFERRED),
+                "SELECT DISTINCT ON (geoweb_origin(url)) geoweb_origin(url), error_reason FROM frontier "
+                f"WHERE run_key = {RUN_KEY} AND status = %(status)s ORDER BY geoweb_origin(url), updated_at",
+                {"run_id": run_id, "status": URLStatus.DEFERRED},
             )
             return dict(cur.fetchall())
 
@@ -239,7 +261,8 @@ class Frontier(Repository):
     def _keywords(self, run_id: str, urls: list[str]) -> dict[str, str | None]:
         with self._transaction() as cur:
             cur.execute(
-                "SELECT url, keyword FROM frontier WHERE run_id = %s AND url = ANY(%s)", (run_id, urls)
+                f"SELECT url, keyword FROM frontier WHERE run_key = {RUN_KEY} AND geoweb_url_hash(url) = ANY(%(hashes)s)",
+                {"run_id": run_id, "hashes": [url_hash(url) for url in urls]},
             )
             return dict(cur.fetchall())
 
@@ -248,9 +271,14 @@ class Frontier(Repository):
         log.error("%s: %s", page.url, message)
         with self._transaction() as cur:
             cur.execute(
-                "UPDATE frontier SET status = %s, error_reason = 'store', error_message = %s, "
-                "updated_at = now() WHERE run_id = %s AND url = %s",
-                (URLStatus.ERROR, message, run_id, page.url),
+                "UPDATE frontier SET status = %(status)s, error_reason = 'store', error_message = %(message)s, "
+                f"updated_at = now() WHERE run_key = {RUN_KEY} AND geoweb_url_hash(url) = %(url_hash)s",
+                {
+                    "status": URLStatus.ERROR,
+                    "message": message,
+                    "run_id": run_id,
+                    "url_hash": url_hash(page.url),
+                },
             )
 
 
@@ -265,10 +293,16 @@ def _save_pages(cur, run_id: str, pages: list[Page], shards: int, keyword_of: di
                 found_on[rows.key] = page.url
     if found:
         upsert_run_resources(cur, run_id, [found[key] for key in sorted(found)], found_on)
-    frontier = FrontierRows(run_id, shards)
+    frontier = FrontierRows(shards)
     frontier.add_pages(pages, keyword_of)
-    _write(cur, frontier)
+    _write(cur, run_id, frontier)
 
 
-def _write(cur, rows: FrontierRows) -> int:
-    return len(execute_values(cur, _UPSERT, rows.sorted(), page_size=PAGE_SIZE, fetch=True))
+def _write(cur, run_id: str, rows: FrontierRows) -> int:
+    cur.execute(f"SELECT {RUN_KEY}", {"run_id": run_id})
+    run_key = cur.fetchone()[0]
+    if run_key is None:
+        raise StoreError(f"unknown run {run_id!r}: runs.begin was never called for it")
+    return len(
+        execute_values(cur, _UPSERT, rows.sorted(run_key), template=_VALUES, page_size=PAGE_SIZE, fetch=True)
+    )

@@ -13,6 +13,7 @@ import psycopg2
 from geoweb.errors import StoreError
 from geoweb.links.priority import PERCENTS, RecallCurve, recall_curve
 from geoweb.models import LevelStats, RecordedLink, RunStatus, URLStatus
+from geoweb.store.frontier import RUN_KEY
 from geoweb.store.repository import Repository, json_text
 
 RECALL_BATCH = 10_000  # frontier rows read per round trip by recall_curve
@@ -99,7 +100,9 @@ class Runs(Repository):
         out."""
         with self.conn, self.conn.cursor(name="recall_links") as links, self.conn.cursor() as found:
             links.itersize = RECALL_BATCH
-            links.execute("SELECT url, level, source_page, score FROM frontier WHERE run_id = %s", (run_id,))
+            links.execute(
+                "SELECT url, level, source_page, score FROM frontier_urls WHERE run_id = %s", (run_id,)
+            )
             found.execute(
                 "SELECT found_on FROM run_resources WHERE run_id = %s AND found_on IS NOT NULL", (run_id,)
             )
@@ -129,16 +132,19 @@ class Runs(Repository):
         urls = sorted(sources)
         with self._transaction() as cur:
             cur.execute(
-                "UPDATE frontier f SET source_page = s.source FROM unnest(%s::text[], %s::text[]) AS s(url, source) "
-                "WHERE f.run_id = %s AND f.level = 0 AND f.status = %s AND f.url = s.url",
-                (urls, [sources[u] for u in urls], run_id, URLStatus.DISCOVERED),
-            )
+                "UPDATE frontier f SET source_page = s.source, source_hash = NULL "
+                "FROM unnest(%(urls)s::text[], %(sources)s::text[]) AS s(url, source) "
+                f"WHERE f.run_key = {RUN_KEY} AND f.level = 0 AND f.status = %(status)s "
+                "AND geoweb_url_hash(f.url) = geoweb_url_hash(s.url)",
+                {"urls": urls, "sources": [sources[u] for u in urls], "run_id": run_id,
+                 "status": URLStatus.DISCOVERED},
+            )  # fmt: skip
 
     def validated_seeds(self, run_prefix: str) -> dict[str, datetime]:
         """URL -> when it was last fetched as a seed by a successful run whose id starts with ``run_prefix``."""
         with self._transaction() as cur:
             cur.execute(
-                "SELECT f.url, max(f.updated_at) FROM frontier f JOIN crawl_runs c ON c.run_id = f.run_id "
+                "SELECT f.url, max(f.updated_at) FROM frontier f JOIN crawl_runs c ON c.run_key = f.run_key "
                 "WHERE starts_with(c.run_id, %s) AND c.status = %s AND f.level = 0 AND f.status = %s "
                 "GROUP BY f.url",
                 (run_prefix, RunStatus.SUCCESS, URLStatus.FETCHED),
