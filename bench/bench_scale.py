@@ -259,7 +259,7 @@ def _duration(task: dict) -> float:
 def crawl_dag(spec: BigWebSpec, args) -> Result:
     """One geoweb_crawl run triggered over the REST API, as the UI does."""
     conf = {"seeds": spec.seeds(), "allowed_hosts": spec.allowed_hosts(), "max_level": 5,
-            "max_pages_per_host": 2 * spec.pages_of(0), "shards": args.shards}  # fmt: skip
+            "max_pages_per_host": 2 * spec.pages_of(0)} | ({"shards": args.shards} if args.shards else {})  # fmt: skip
     client = AirflowClient.from_environment()
     client.unpause(MAIN_DAG)
     frontier_before, database_before = relation_mb()
@@ -393,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hosts", type=int, default=defaults.hosts)
     parser.add_argument("--slow-hosts", type=int, default=defaults.slow_hosts, help="hosts answering slowly")
     parser.add_argument("--slow-seconds", type=float, default=defaults.slow_seconds)
-    parser.add_argument("--shards", type=int, default=16, help="the DAG's shards per level")
+    parser.add_argument("--shards", type=int, help="the DAG's shards per level (default: the DAG's own)")
     parser.add_argument("--crawlers", default=",".join(CRAWLERS), help="comma list of dag, cli")
     parser.add_argument("--sample", type=float, default=5.0, help="seconds between samples")
     parser.add_argument("--plot", type=Path, default=OUT.parent / "scale.png")
