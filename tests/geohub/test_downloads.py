@@ -83,6 +83,16 @@ def test_the_export_takes_the_search_s_filters(get, tmp_path):
     assert len(pyogrio.read_dataframe(path)) == 0
 
 
+def test_the_export_of_a_run_holds_what_the_search_of_that_run_finds(get, tmp_path):
+    for params in ({"run": data.RUN_2}, {"run": data.RUN_2, "level": 1}, {"q": "survey", "run": data.RUN_1}):
+        page = get("/api/search", limit=100, **params).json()
+        assert page["next_offset"] is None  # every match on one page, to compare with the whole export
+        _, path = exported(get, tmp_path, "gpkg", **params)
+        exported_urls = pyogrio.read_dataframe(path, layer="resources")["url"]
+        assert sorted(exported_urls) == sorted(hit["url"] for hit in page["results"]), params
+    assert len(exported_urls) == 0  # the last: run 1 found no survey
+
+
 @pytest.mark.parametrize(
     "params",
     [{"format": "shp"}, {}, {"format": "jsonl", "layer": "datasets"}, {"format": "csv", "layer": "parcels"},

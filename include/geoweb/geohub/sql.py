@@ -160,7 +160,7 @@ def search_statement(query: SearchQuery, exact_facets: int = EXACT_FACETS) -> tu
     in_box, box_params = _in_box(query)
     params.update(box_params, limit=query.limit + 1, offset=query.offset, exact_facets=exact_facets)
     where_sql = "\n      AND ".join(where)
-    source = ("resources r" if query.text else "search_rows r") + (_FOUND_BY if query.run is not None else "")
+    source = _source(query, "resources" if query.text else "search_rows")
     rank, order, outer, materialized = "NULL::real", "id DESC", "r.id DESC", "NOT MATERIALIZED"
     if query.text:
         rank = f"ts_rank(r.search, {text_query(query)})"
@@ -173,7 +173,7 @@ def search_statement(query: SearchQuery, exact_facets: int = EXACT_FACETS) -> tu
     sql = _SEARCH.format(
         materialized=materialized,
         rank=rank,
-        level="rr.level" if query.run is not None else "r.level",
+        level=_sighting(query)[0],
         source=source,
         where=where_sql,
         in_box=in_box,
@@ -188,15 +188,30 @@ def search_statement(query: SearchQuery, exact_facets: int = EXACT_FACETS) -> tu
 def chosen_statement(query: SearchQuery, limit: int) -> tuple[str, dict]:
     """The statement and parameters of the first ``limit`` matches (ranked, or newest first without text) as
     an export takes them (``geoweb.store.resources.Chosen``): rows of (resource_id, level, source_page,
-    discovered_at), a resource's first sighting."""
+    discovered_at): in the run searched, else the resource's first sighting."""
     where, params = _filters(query)
     in_box, box_params = _in_box(query)
     where.append(in_box)
     params.update(box_params, chosen_limit=limit)
     order = f"ts_rank(r.search, {text_query(query)}) DESC, r.id DESC" if query.text else "r.id DESC"
     where_sql = "\n      AND ".join(where)
+    level, source_page, seen = _sighting(query)
     sql = (
-        "SELECT r.id AS resource_id, r.level, r.source_page, r.first_seen AS discovered_at\n"
-        f"FROM resources r\nWHERE {where_sql}\nORDER BY {order} LIMIT %(chosen_limit)s"
+        f"SELECT r.id AS resource_id, {level} AS level, {source_page} AS source_page, {seen} AS discovered_at\n"
+        f"FROM {_source(query, 'resources')}\nWHERE {where_sql}\nORDER BY {order} LIMIT %(chosen_limit)s"
     )
     return sql, params
+
+
+def _source(query: SearchQuery, table: str) -> str:
+    """The table a search reads as ``r``, joined to the run's sightings as ``rr`` when it searches a run
+    (``_filters`` reads them then)."""
+    return f"{table} r" + (_FOUND_BY if query.run is not None else "")
+
+
+def _sighting(query: SearchQuery) -> tuple[str, str, str]:
+    """The columns of the sighting a result is shown and exported with: (level, source page, time), in the
+    run searched, else of the resource's first sighting."""
+    if query.run is not None:
+        return "rr.level", "rr.source_page", "rr.discovered_at"
+    return "r.level", "r.source_page", "r.first_seen"
