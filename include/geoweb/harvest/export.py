@@ -1,7 +1,7 @@
 """A harvest run exported from the store to a file: JSON lines in the crawl's record schema, or the run's
 resources and datasets as tables GIS tools read (GeoPackage, GeoJSON, CSV, GeoParquet).
 
-The tables are the layers of ``Resources.export_layers``: ``resources`` (one row per service or file, its box
+The tables are the layers of ``Resources.export_layers_chosen``: ``resources`` (one row per service or file, its box
 as ``bbox``) and ``datasets`` (one row per layer, feature type, coverage... of those, its ``footprint``),
 geometries MultiPolygons in EPSG:4326 (a null geometry where there is no box), keywords and concepts as text
 joined with ``; ``. A GeoPackage holds both layers; CSV, GeoJSON and GeoParquet hold one table, ``resources``
@@ -24,14 +24,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from geoweb.errors import StoreError
-from geoweb.store.resources import Chosen
+from geoweb.store.resources import EXPORT_LAYERS, Chosen
 
 if TYPE_CHECKING:
     from geoweb.store import Store
     from geoweb.store.resources import Resources
 
 FORMATS = ("jsonl", "csv", "geojson", "gpkg", "parquet")
-LAYERS = ("resources", "datasets")  # the layers of Resources.export_layers
+LAYERS = EXPORT_LAYERS  # resources, datasets
 GEOMETRY = {"resources": "bbox", "datasets": "footprint"}  # each layer's geometry column
 CRS = "EPSG:4326"
 

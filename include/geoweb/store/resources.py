@@ -153,14 +153,6 @@ class Resources(Repository):
             while batch := resources.fetchmany(EXPORT_BATCH):
                 yield from _records(cur, batch)
 
-    def export_layers(
-        self, run_id: str, layers: Sequence[str] = EXPORT_LAYERS
-    ) -> Iterator[tuple[str, Iterator[list[dict]]]]:
-        """The run's rows of the views ``qgis_resources`` and ``qgis_datasets``: see ``export_layers_chosen``.
-        StoreError for an unknown run, raised by this call."""
-        self.check_run(run_id)
-        return self.export_layers_chosen(Chosen.run(run_id), layers)
-
     def export_layers_chosen(
         self, chosen: Chosen, layers: Sequence[str] = EXPORT_LAYERS
     ) -> Iterator[tuple[str, Iterator[list[dict]]]]:
