@@ -46,9 +46,8 @@ class Settings:
     # --- time and failure budgets: no level waits on one host (docs/development.md, "Bounded time") ---
     # A host set aside is crawled no further in the run: its URLs are marked deferred with the reason, and
     # counted in the run's report. 0 turns a budget off.
-    host_time_budget: float = (
-        300.0  # seconds a level may wait on one host (while no other URL waits for a slot)
-    )
+    # seconds a level may wait on one host: counted while no other URL waits for a fetch slot
+    host_time_budget: float = 300.0
     host_max_failures: int = 10  # failed fetches in a row after which a host is set aside
     level_deadline: float = 1800.0  # seconds one level (one shard of it in a DAG run) may take
     # --- address guard ---

@@ -211,7 +211,6 @@ class Crawler:
                 page = Page(url, source, level)
                 # a fetch still running at the level's deadline ends there: the host is set aside
                 timer = asyncio.timeout_at(deadline if deadline != float("inf") else None)
-                reason = "level_deadline"
                 waiting_for_slot += 1
                 try:
                     async with timer:
@@ -228,6 +227,7 @@ class Crawler:
                 except TimeoutError:
                     if not timer.expired():
                         raise
+                    reason = "level_deadline"
                     self.set_aside.setdefault(host, reason)
                     page.deferred = reason
                     stats.deferred += 1
@@ -235,9 +235,8 @@ class Crawler:
                 except RobotsDisallowed as exc:
                     self.stats["skip/robots_disallowed"] += 1  # never requested: neither fetched nor failed
                     page.error = exc
-                except (
-                    OverMemoryBudget
-                ) as exc:  # the crawl's memory, not the host's fault: a later run reads it
+                except OverMemoryBudget as exc:
+                    # the crawl's memory, not the host's fault: a later run reads it
                     page.deferred = exc.reason
                     stats.deferred += 1
                     self.stats[f"defer/{exc.reason}"] += 1
@@ -257,12 +256,10 @@ class Crawler:
                 if on_page:
                     on_page(page)
 
-        per_host = self.settings.per_host_concurrency
+        workers = [worker(host, queues[host]) for host, count in workers_left.items() for _ in range(count)]
         ticking = asyncio.create_task(clock())
         try:
-            await asyncio.gather(
-                *(worker(host, q) for host, q in queues.items() for _ in range(min(per_host, len(q))))
-            )
+            await asyncio.gather(*workers)
         finally:
             ticking.cancel()
         stats.deferred_hosts = sum(1 for host in queues if host in self.set_aside)

@@ -125,9 +125,8 @@ def _described(response: Response, document: dict, *, whole: bool) -> Resource:
             lats.append(lat)
     computed = (min(lons), min(lats), max(lons), max(lats)) if lons and whole else None
     bbox = _declared_bbox(document.get("bbox")) or computed
-    title = one_line(document.get("name")) or one_line(
-        document.get("title")
-    )  # ogr2ogr writes the layer's name
+    # ogr2ogr writes the layer's name
+    title = one_line(document.get("name")) or one_line(document.get("title"))
     extra = {"features": _feature_count(document) if whole else None, "geometry_types": sorted(kinds)}
     if not whole:
         extra["read"] = "head"
