@@ -259,9 +259,10 @@ def big_kml(placemarks: int) -> bytes:
     return kml_bytes(f"<Document><name>Stations</name>{points}</Document>")
 
 
-def test_plain_kml_over_the_body_cap_is_read_as_it_downloads_under_the_kml_cap(tmp_path):
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"], ids=["plain", "byte-order mark"])
+def test_plain_kml_over_the_body_cap_is_read_as_it_downloads_under_the_kml_cap(tmp_path, bom):
     path = tmp_path / "stations.kml"
-    path.write_bytes(big_kml(120_000))
+    path.write_bytes(bom + big_kml(120_000))
     assert path.stat().st_size > 2 * MB
     settings = Settings(max_body_bytes=1 * MB)
 

@@ -235,10 +235,11 @@ class KMLReader:
 
     @property
     def digest(self) -> str:
-        """The SHA-256 of the bytes fed."""
+        """The SHA-256 of the bytes fed, as they came."""
         return self._hash.hexdigest()
 
     def feed(self, chunk: bytes | memoryview) -> None:
+        self._hash.update(chunk)  # the file's own bytes, a byte-order mark included
         if self.fed == 0:
             chunk = strip_bom(bytes(chunk[:4096])) + bytes(chunk[4096:])
         view = memoryview(chunk)
@@ -248,7 +249,6 @@ class KMLReader:
             self.fed += len(piece)
             if self.fed > self.max_bytes:
                 raise UnsafeContent(f"KML document over the {self.max_bytes}-byte cap")
-            self._hash.update(piece)
             self._read(lambda piece=piece: self._parser.feed(piece))
 
     def close(self) -> KMLSummary:
