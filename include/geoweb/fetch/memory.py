@@ -6,8 +6,9 @@ where memory comes in instead, the bodies read: before a body is read, its size 
 first megabyte) is reserved, and as it grows past that, a megabyte more at a time. A reservation is admitted
 while the crawl's memory, the process's resident memory (measured, so bodies held by detectors count) above
 what it held when the budget was made (the interpreter and its libraries; in a DAG task, Airflow's too),
-plus the bodies being read, fits under the bound (memory freed but kept by the allocator is handed back first); otherwise it waits for the reads in flight to end, and a body that cannot fit even when
-none is left, or not within ``MAX_WAIT`` seconds, is refused: ``OverMemoryBudget``, logged with its size.
+plus the bodies being read, fits under the bound (memory freed but kept by the allocator is handed back
+first). Otherwise it waits for the reads in flight to end, and a body that cannot fit even when none is left,
+or not within ``MAX_WAIT`` seconds, is refused: ``OverMemoryBudget``, logged with its size.
 Readers never wait once their body started (a body that outgrows the room left is refused there), so no two
 reads wait on each other.
 """
@@ -89,13 +90,17 @@ class MemoryBudget:
         """Whether ``nbytes`` more fit; before saying no, memory freed but kept by the allocator (a body
         read and dropped) is handed back to the system and measured again. Cycles are collected first at
         most once a second: a full collection can take a tenth of a second of the event loop."""
-        if self._resident() - self.baseline + self.in_flight + nbytes <= self.limit:
+        if self._used() + nbytes <= self.limit:
             return True
         collect = time.monotonic() - self._collected_at >= COLLECT_EVERY
         if collect:
             self._collected_at = time.monotonic()
         _reclaim(collect)
-        return self._resident() - self.baseline + self.in_flight + nbytes <= self.limit
+        return self._used() + nbytes <= self.limit
+
+    def _used(self) -> int:
+        """The crawl's memory: resident above the baseline, plus the bodies being read."""
+        return self._resident() - self.baseline + self.in_flight
 
     def _refuse(self, url: str, nbytes: int, why: str) -> OverMemoryBudget:
         self.stats["fetch/memory_refused"] += 1
