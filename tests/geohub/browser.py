@@ -31,6 +31,8 @@ FLAGS = (
     "--metrics-recording-only", "--no-first-run", "--no-default-browser-check", "--no-pings",
     "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", "--remote-debugging-port=0",
 )  # fmt: skip
+# What DevTools answers an evaluation whose document went away under it.
+NAVIGATING = ("Inspected target navigated or closed", "Cannot find context with specified id")
 DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
@@ -94,13 +96,22 @@ class Chromium:
         return result["result"].get("value")
 
     def wait_for(self, expression: str, timeout: float = 30.0) -> Any:
-        """Polls until the expression is truthy; returns its value."""
+        """Polls until the expression is truthy; returns its value. A poll that lands while the page is
+        navigating (a form submitted, a redirect) counts as not yet: the next one asks the new document."""
         deadline = time.monotonic() + timeout
-        while not (value := self.evaluate(expression)):
+        while not (value := self._poll(expression)):
             if time.monotonic() > deadline:
                 raise BrowserError(f"still false after {timeout:.0f} s: {expression}")
             time.sleep(0.1)
         return value
+
+    def _poll(self, expression: str) -> Any:
+        try:
+            return self.evaluate(expression)
+        except BrowserError as error:
+            if any(phrase in str(error) for phrase in NAVIGATING):
+                return None
+            raise
 
     def navigate(self, url: str) -> None:
         self.send("Page.navigate", url=url)

@@ -1,6 +1,7 @@
 """GeoHub on the real stack: a PostGIS database loaded with known resources (``geohub_dsn``), an Airflow API
 server of the tests' own that serves this repository's plugins and searches it (``geohub_server``, stopped
-at the end of the session), an admin's token, and ``get``: a GET of a GeoHub path as that admin."""
+at the end of the session), an admin's token, and ``get``: a GET of a GeoHub path as that admin.
+``testweb`` (the integration tests' fixture) serves the MapServer a service's preview draws from."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from geoweb.store import Store
 from tests.geohub import data
 from tests.geohub.server import GeoHubServer
 from tests.geohub.server import geohub_server as run_server
+from tests.integration.conftest import testweb  # noqa: F401  (the session fixture, shared)
 
 
 @pytest.fixture(scope="session")

@@ -360,7 +360,7 @@ def test_the_provider_facet_follows_the_search_and_filters_it(browser, geohub_se
     assert browser.evaluate("document.getElementById('provider').value") == data.AUTHORITY
 
 
-def test_a_service_s_endpoint_layers_qgis_file_and_wms_preview(browser, geohub_server, tmp_path):
+def test_a_service_s_endpoint_layers_qgis_file_and_wms_preview(browser, geohub_server, testweb, tmp_path):
     browser.send(
         "Browser.grantPermissions",
         origin=geohub_server.base_url,
