@@ -98,7 +98,7 @@ def crawl(store: Store, web: SyntheticWeb, urls: int) -> Figures:
         added = 0
         for shard in shards:
             started = time.perf_counter()
-            items = store.frontier.pending_urls(RUN_ID, level, shard)
+            items = list(store.frontier.pending_urls(RUN_ID, level, shard))
             read_seconds.append(time.perf_counter() - started)
             started = time.perf_counter()
             store.frontier.origin_counts(RUN_ID, shard, sorted({origin(url) for url, *_ in items}))

@@ -30,6 +30,8 @@ class Settings:
     max_body_bytes: int = 10 * MB  # streamed cap; larger bodies are cut and marked incomplete
     max_xml_bytes: int = 20 * MB  # capabilities documents are parsed only below this
     max_redirects: int = 5
+    # links of a level held in the hosts' queues at once; more are read (from the frontier) as they drain
+    queued_links: int = 10_000
     max_url_length: int = 2048
     # --- politeness ---
     concurrency: int = 64  # requests in flight in one process
@@ -161,7 +163,7 @@ class Settings:
 # budgets and optional limits off.
 _POSITIVE = frozenset({
     "connect_timeout", "read_timeout", "total_timeout", "max_body_bytes", "max_xml_bytes", "max_url_length",
-    "concurrency", "per_host_concurrency", "max_pages_per_host", "expected_urls", "shapefile_download_cap",
+    "concurrency", "per_host_concurrency", "queued_links", "max_pages_per_host", "expected_urls", "shapefile_download_cap",
     "zip_max_ratio", "zip_max_member_bytes", "kml_max_bytes", "schema_max_bytes", "tail_stream_max_bytes",
     "max_memory_bytes", "validation_workers", "validation_timeout", "validation_memory_bytes",
     "revisit_initial_interval", "revisit_min_interval", "revisit_max_interval", "revisit_dead_after",

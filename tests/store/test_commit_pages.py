@@ -67,8 +67,10 @@ def test_redoing_pages_never_duplicates_a_row(store, run_id, site, caplog):
         (f"{site}/more", 2, "discovered", None, None),
         (f"{site}/private", 1, "skipped", "robots_disallowed", "robots.txt disallows this URL"),
     ]
-    assert store.frontier.pending_urls(
-        run_id, 2, scalar(store, "SELECT shard FROM frontier_urls WHERE url = %s", f"{site}/more")
+    assert list(
+        store.frontier.pending_urls(
+            run_id, 2, scalar(store, "SELECT shard FROM frontier_urls WHERE url = %s", f"{site}/more")
+        )
     ) == [(f"{site}/more", f"{site}/maps", None, 0.0)]
 
 

@@ -8,6 +8,8 @@ from collections import Counter
 import pytest
 
 from geoweb.links.normalize import origin
+from geoweb.links.priority import by_priority, shuffle_key
+from geoweb.models import Link, Page
 from geoweb.store import Store, StoreError, shard_of
 from geoweb.store.clean import MAX_URL_BYTES
 from geoweb.store.frontier import url_hash
@@ -72,15 +74,37 @@ def test_add_urls_counts_only_new_urls_and_keeps_the_first_level(store, run_id, 
     ]
     shard = shard_of(site, 4)
     assert store.frontier.pending_shards(run_id, 0) == [shard]
-    assert store.frontier.pending_urls(run_id, 0, shard) == [
-        (f"{site}/a", None, "rivers", 0.0),
-        (f"{site}/b", None, None, 0.0),
-    ]
-    assert store.frontier.pending_urls(run_id, 0, (shard + 1) % 4) == []
+    # equal scores in the fixed pseudo-random order of by_priority
+    assert list(store.frontier.pending_urls(run_id, 0, shard)) == sorted(
+        [(f"{site}/a", None, "rivers", 0.0), (f"{site}/b", None, None, 0.0)],
+        key=lambda row: shuffle_key(row[0]),
+    )
+    assert list(store.frontier.pending_urls(run_id, 0, (shard + 1) % 4)) == []
+    assert store.frontier.pending_origins(run_id, 0, shard) == {site: 2}
     assert store.frontier.origin_counts(run_id, shard, [site, "http://other.example"]) == {
         site: 3,
         "http://other.example": 0,
     }
+
+
+def test_a_shards_pending_urls_are_read_in_pages_in_priority_order(store, run_id, site):
+    """Pages of two rows each give the level in the order of by_priority (equal scores in their fixed
+    pseudo-random order, text in code point order); URLs committed between two pages are neither lost nor
+    read again."""
+    scores = [0.5, 0.25, 0.25, 0.25, 0.125, 0.0, 0.0]
+    paths = ["a", "b", "c", "河川", "e", "f", "Z"]
+    links = [Link(f"{site}/{path}", f"{site}/", score) for path, score in zip(paths, scores, strict=True)]
+    store.frontier.add_urls(run_id, 0, [(f"{site}/", None, "rivers")], 4)
+    store.frontier.commit_pages(run_id, [Page(f"{site}/", None, 0, links=links)], 4)
+    shard = shard_of(site, 4)
+    expected = [(link.url, link.source, "rivers", link.score) for link in sorted(links, key=by_priority)]
+    assert list(store.frontier.pending_urls(run_id, 1, shard, page_size=2)) == expected
+
+    reading = store.frontier.pending_urls(run_id, 1, shard, page_size=2)
+    first = [next(reading) for _ in range(3)]  # two pages read
+    store.frontier.commit_pages(run_id, [Page(url, source, 1) for url, source, _, _ in first], 4)
+    assert first + list(reading) == expected
+    assert store.frontier.pending_origins(run_id, 1, shard) == {site: 4}
 
 
 def test_unstorable_urls_are_logged_and_the_rest_added(store, run_id, site, caplog):

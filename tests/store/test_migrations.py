@@ -123,7 +123,7 @@ def test_the_compact_frontier_keeps_every_row_of_every_run(postgis_database, tmp
         ]
         # the failed run resumes on the converted rows
         run = "manual__2026-12-01T08:00:00+00:00"
-        assert store.frontier.pending_urls(run, 2, 1) == [
+        assert list(store.frontier.pending_urls(run, 2, 1)) == [
             ("http://a.example/河川", "http://a.example/maps?x=1", None, 0.125)
         ]
         assert store.frontier.set_aside(run) == {"https://b.example:8443": "host_failures"}

@@ -117,6 +117,7 @@ def test_deferred_pages_are_kept_with_their_reason_counted_and_their_hosts_set_a
         level_1_stats.deferred_hosts,
     ) == (2, 1, 2, 1)
     assert store.frontier.set_aside(run_id) == {other: "host_failures"}
-    assert (
-        store.frontier.pending_urls(run_id, 1, 0) + store.frontier.pending_urls(run_id, 1, 1) == []
-    )  # nothing left to fetch
+    assert [
+        *store.frontier.pending_urls(run_id, 1, 0),
+        *store.frontier.pending_urls(run_id, 1, 1),
+    ] == []  # nothing left to fetch

@@ -124,11 +124,51 @@ def test_a_page_over_the_memory_bound_is_deferred_not_failed():
     pages = []
     crawler = Crawler(fetch, [], settings=Settings(host_max_failures=1), seen=set())
     links = [Link("http://h/big", None), Link("http://h/a", None), Link("http://h/b", None)]
-    result = asyncio.run(crawler.run_level(links, 0, pages.append))
+    stats = asyncio.run(crawler.run_level(links, 0, pages.append))
     assert {p.url: p.deferred for p in pages} == {
         "http://h/big": "memory_budget",
         "http://h/a": None,
         "http://h/b": None,
     }
-    assert (result.stats.deferred, result.stats.failures, crawler.set_aside) == (1, 0, {})
+    assert (stats.deferred, stats.failures, crawler.set_aside) == (1, 0, {})
     assert crawler.stats["defer/memory_budget"] == 1
+
+
+def test_a_level_is_read_as_its_queues_drain():
+    """A level streamed from its source is read a little ahead of the fetches, never whole: at most
+    about ``queued_links`` links wait in the queues, every link is fetched once, and the
+    links of a host set aside mid-level, read after, are deferred without a request."""
+    from geoweb.crawl.engine import Crawler, Link
+    from geoweb.errors import FetchError
+    from geoweb.fetch import Response
+
+    hosts = [f"http://h{i}.example" for i in range(5)]
+    links = [Link(f"{hosts[i % 5]}/{i}", None) for i in range(400)]
+    read: list[str] = []
+    fetched: list[str] = []
+    pages = []
+    ahead: list[int] = []  # links read and not done yet, at each fetch
+
+    def source():
+        for link in links:
+            read.append(link.url)
+            yield link
+
+    async def fetch(url, **kwargs):
+        ahead.append(len(read) - len(pages))
+        fetched.append(url)
+        await asyncio.sleep(0)
+        if url.startswith(hosts[4]):
+            raise FetchError("connection refused")
+        return Response(url, url, 200, {"content-type": "text/plain"}, b"")
+
+    settings = Settings(queued_links=20, concurrency=4, host_max_failures=3)
+    crawler = Crawler(fetch, [], settings=settings, seen=set())
+    stats = asyncio.run(crawler.run_level(source(), 0, pages.append))
+    assert max(ahead) < 2 * 20 and len(read) == 400  # queued, a few slots' worth more, in flight
+    assert crawler.set_aside == {hosts[4]: "host_failures"}
+    failed = [u for u in fetched if u.startswith(hosts[4])]
+    assert 3 <= len(failed) <= 4  # the fetch of its other worker may be in flight at the third failure
+    assert sorted(p.url for p in pages) == sorted(link.url for link in links)
+    assert sorted(fetched) == sorted(p.url for p in pages if not p.deferred)
+    assert (stats.urls, stats.failures, stats.deferred) == (320 + len(failed), len(failed), 80 - len(failed))

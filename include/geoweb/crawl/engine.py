@@ -1,9 +1,10 @@
 """The breadth-first crawler: one level at a time, per-host queues, detectors on every response.
 
-A level is a list of links (url, source page, score). ``run_level`` fetches them with per-host workers, each
-host's in descending score, hands each response to the detectors, and returns the resources found plus the
-next level's links, already filtered, deduplicated and scored. ``crawl`` chains levels from the seeds, keeping
-each level within the link budget. The Airflow fan-out runs ``run_level`` on shards.
+A level is a stream of links (url, source page, score) in descending score. ``run_level`` reads them into
+per-host queues as they drain, fetches them with per-host workers, hands each response to the detectors, and
+gives each page, with the resources found and the next level's links (filtered, deduplicated and scored), to a
+sink. ``crawl`` chains levels from the seeds, keeping each level within the link budget. The Airflow fan-out
+runs ``run_level`` on shards, streamed from the frontier.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import logging
 import time
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from geoweb.crawl.report import CrawlReport
@@ -48,14 +48,6 @@ def looks_like_html(response: Response) -> bool:
         head = response.body[:512].lstrip().lower()
         return head.startswith((b"<!doctype html", b"<html")) or b"<body" in head
     return False
-
-
-@dataclass
-class LevelResult:
-    level: int
-    resources: list[Resource] = field(default_factory=list)
-    links: list[Link] = field(default_factory=list)
-    stats: LevelStats | None = None
 
 
 class Crawler:
@@ -114,17 +106,18 @@ class Crawler:
                 RecordedLink(url, page.level + 1, source, score) for url, source, score in page.links
             )
             found_on.extend(page.url for _ in page.resources)
+            next_level.extend(page.links)
+            for resource in page.resources:
+                report.resources_by_type[resource.type] += 1
             if on_page:
                 on_page(page)
 
         for level in range(self.settings.max_level + 1):
             if not frontier:
                 break
-            result = await self.run_level(frontier, level, remember)
-            report.levels.append(result.stats)
-            for r in result.resources:
-                report.resources_by_type[r.type] += 1
-            frontier = self.within_budget(result.links, level + 1)
+            next_level: list[Link] = []
+            report.levels.append(await self.run_level(sorted(frontier, key=by_priority), level, remember))
+            frontier = self.within_budget(next_level, level + 1)
         report.seconds = time.monotonic() - started
         report.recall = recall_curve(links, found_on)
         return report
@@ -138,18 +131,23 @@ class Crawler:
                      len(dropped), len(links), self.settings.link_budget, self.settings.link_min_score)  # fmt: skip
         return kept
 
-    async def run_level(self, items: list[Link], level: int, on_page: PageSink | None = None) -> LevelResult:
-        """Fetch and classify one level; the returned links are the next level (none past max_level)."""
-        result = LevelResult(level)
+    async def run_level(self, links: Iterable[Link], level: int, on_page: PageSink) -> LevelStats:
+        """Fetch and classify one level's links, given in the order they are fetched in (``by_priority``);
+        every page, with the next level's links it found, goes to ``on_page``.
+
+        The links are read as the hosts' queues drain, at most about ``queued_links`` ahead, so a level's
+        size does not set the crawl's memory: a shard of millions streams from the frontier."""
         stats = LevelStats(level)
         follow = level < self.settings.max_level
         started = time.monotonic()
+        unread = iter(links)
+        more = True  # links left to read
         queues: dict[str, deque[Link]] = defaultdict(deque)
-        for item in sorted(items, key=by_priority):
-            queues[origin(item.url)].append(item)
+        queued = 0
         # per-host workers keep hosts interleaved; the semaphore keeps fetches within the connection pool,
         # since time spent waiting for a connection counts against the fetcher's total timeout
         in_flight = asyncio.Semaphore(self.settings.concurrency)
+        tasks: set[asyncio.Task] = set()
 
         deadline = started + self.settings.level_deadline if self.settings.level_deadline else float("inf")
         failed_in_row: Counter[str] = Counter()
@@ -157,8 +155,9 @@ class Crawler:
         # fetch slot, the crawl sets the pace, not the hosts: a big healthy host among many is never set aside
         # for its size. Once no URL waits for a slot, the hosts with URLs left are what the level waits on.
         waited: Counter[str] = Counter()
-        workers_left = {host: min(self.settings.per_host_concurrency, len(q)) for host, q in queues.items()}
+        working: Counter[str] = Counter()  # workers running per host
         waiting_for_slot = 0
+        next_links = 0
 
         async def clock() -> None:
             last = time.monotonic()
@@ -166,19 +165,21 @@ class Crawler:
                 await asyncio.sleep(WAIT_CLOCK_SECONDS)
                 now = time.monotonic()
                 if not waiting_for_slot:
-                    for host in workers_left:
+                    for host in working:
                         waited[host] += now - last
                 last = now
 
+        def deferred(link: Link, reason: str) -> None:
+            stats.deferred += 1
+            self.stats[f"defer/{reason}"] += 1
+            on_page(Page(link.url, link.source, level, deferred=reason))
+
         def defer(host: str, queue: deque[Link]) -> None:
             """Set the host aside with its URLs still queued: each becomes a deferred page."""
-            reason = self.set_aside[host]
+            nonlocal queued
+            queued -= len(queue)
             while queue:
-                url, source, _ = queue.popleft()
-                stats.deferred += 1
-                self.stats[f"defer/{reason}"] += 1
-                if on_page:
-                    on_page(Page(url, source, level, deferred=reason))
+                deferred(queue.popleft(), self.set_aside[host])
 
         def over_budget(host: str, now: float) -> str | None:
             if now >= deadline:
@@ -189,16 +190,41 @@ class Crawler:
                 return "host_failures"
             return None
 
+        def read() -> None:
+            """Queue the next links, up to ``queued_links`` (at least a fetch slot's worth, so that one slow
+            host holding the queues cannot idle the others), and start the workers their hosts lack."""
+            nonlocal queued, more
+            wanted = max(self.settings.queued_links - queued, self.settings.concurrency)
+            grown = set()
+            for count, link in enumerate(unread, 1):
+                host = origin(link.url)
+                if host in self.set_aside:
+                    deferred(link, self.set_aside[host])
+                else:
+                    queues[host].append(link)
+                    queued += 1
+                    grown.add(host)
+                if count == wanted:
+                    break
+            else:
+                more = False
+            for host in grown:
+                while working[host] < min(self.settings.per_host_concurrency, len(queues[host])):
+                    working[host] += 1
+                    tasks.add(asyncio.create_task(worker(host, queues[host])))
+
         async def worker(host: str, queue: deque[Link]) -> None:
             try:
                 await fetch_all(host, queue)
             finally:
-                workers_left[host] -= 1
-                if not workers_left[host]:
-                    del workers_left[host]
+                working[host] -= 1
+                if not working[host]:
+                    del working[host]
+            if more:  # this host's queue ran dry: its slot goes to the links not read yet
+                read()
 
         async def fetch_all(host: str, queue: deque[Link]) -> None:
-            nonlocal waiting_for_slot
+            nonlocal waiting_for_slot, queued, next_links
             while queue:
                 if host not in self.set_aside and (reason := over_budget(host, time.monotonic())):
                     self.set_aside[host] = reason
@@ -208,6 +234,9 @@ class Crawler:
                     defer(host, queue)
                     return
                 url, source, _ = queue.popleft()
+                queued -= 1
+                if more and queued <= self.settings.queued_links // 2:
+                    read()
                 page = Page(url, source, level)
                 # a fetch still running at the level's deadline ends there: the host is set aside
                 timer = asyncio.timeout_at(deadline if deadline != float("inf") else None)
@@ -251,27 +280,30 @@ class Crawler:
                     failed_in_row[host] = failed_in_row[host] + 1 if status == 429 or status >= 500 else 0
                     stats.urls += 1
                     stats.resources += len(page.resources)
-                    result.resources.extend(page.resources)
-                    result.links.extend(page.links)
-                if on_page:
-                    on_page(page)
+                    next_links += len(page.links)
+                on_page(page)
 
-        workers = [worker(host, queues[host]) for host, count in workers_left.items() for _ in range(count)]
         ticking = asyncio.create_task(clock())
+        read()
         try:
-            await asyncio.gather(*workers)
+            while tasks:  # workers start more workers as they read links
+                done, _ = await asyncio.wait(set(tasks), return_when=asyncio.FIRST_EXCEPTION)
+                tasks.difference_update(done)
+                for task in done:
+                    task.result()
         finally:
             ticking.cancel()
+            for task in tasks:
+                task.cancel()
         stats.deferred_hosts = sum(1 for host in queues if host in self.set_aside)
         stats.seconds = time.monotonic() - started
-        result.stats = stats
         log.info(
             "level %d: %d URLs fetched, %d failed, %d deferred (%d hosts set aside), %d resources (ratio %.4f), "
             "%d links for the next level, %.1fs",
             level, stats.urls, stats.failures, stats.deferred, stats.deferred_hosts, stats.resources,
-            stats.discovery_ratio, len(result.links), stats.seconds,
+            stats.discovery_ratio, next_links, stats.seconds,
         )  # fmt: skip
-        return result
+        return stats
 
     async def process(
         self, url: str, source: str | None, level: int, follow: bool

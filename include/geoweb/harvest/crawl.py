@@ -14,7 +14,7 @@ import io
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from geoweb.connectors import ConnectorError, load_connector
@@ -25,7 +25,6 @@ from geoweb.crawl.factory import open_crawler
 from geoweb.harvest.pagebuffer import PageBuffer
 from geoweb.harvest.params import HarvestParams
 from geoweb.links.filters import URLFilters
-from geoweb.links.normalize import origin
 from geoweb.models import LevelStats, Link, Page, Record, RunStatus
 from geoweb.store import Store
 
@@ -136,26 +135,35 @@ def crawl_shard(store: Store, run_id: str, level: int, shard: int, params: Harve
 
     Returns a small summary (counts only). A shard with nothing pending (its task retried after it finished)
     changes nothing, its saved statistics included."""
-    items = store.frontier.pending_urls(run_id, level, shard)
-    summary: dict[str, Any] = {"level": level, "shard": shard, "pending": len(items)}
-    if not items:
+    pending = store.frontier.pending_origins(run_id, level, shard)
+    summary: dict[str, Any] = {"level": level, "shard": shard, "pending": sum(pending.values())}
+    if not pending:
         log.info("run %s: level %d shard %d has nothing pending", run_id, level, shard)
         return summary
     started = time.monotonic()
-    origins = sorted({origin(url) for url, _, _, _ in items})
+    origins = list(pending)
     summary["hosts"] = origins
-    log.info("run %s: level %d shard %d: %d URLs on %d hosts: %s", run_id, level, shard, len(items),
+    log.info("run %s: level %d shard %d: %d URLs on %d hosts: %s", run_id, level, shard, summary["pending"],
              len(origins), ", ".join(origins))  # fmt: skip
     # the shard owns its origins for the run, so their page budgets go on from the frontier's counts
     budget_used = store.frontier.origin_counts(run_id, shard, origins)
-    keyword_of = {url: keyword for url, _, keyword, _ in items}
+    # the search keyword of each page read and not yet committed, which its links inherit
+    keyword_of: dict[str, str | None] = {}
     commit_seconds = 0.0
+
+    def read() -> Iterator[Link]:
+        for url, source, keyword, score in store.frontier.pending_urls(run_id, level, shard):
+            if keyword is not None:
+                keyword_of[url] = keyword
+            yield Link(url, source, score)
 
     def commit(pages: list[Page]) -> None:
         # commits block the event loop for a moment, every batch: simpler than a writer thread, and cheap
         nonlocal commit_seconds
         begun = time.monotonic()
         store.frontier.commit_pages(run_id, pages, params.shards, keyword_of)
+        for page in pages:
+            keyword_of.pop(page.url, None)
         commit_seconds += time.monotonic() - begun
         for page in pages:
             for resource in page.resources:
@@ -166,7 +174,7 @@ def crawl_shard(store: Store, run_id: str, level: int, shard: int, params: Harve
     set_aside = store.frontier.set_aside(
         run_id
     )  # hosts an earlier level's shard set aside stay aside for the run
-    level_stats, stats = asyncio.run(_crawl(items, level, params, budget_used, set_aside, buffer))
+    level_stats, stats = asyncio.run(_crawl(read(), level, params, budget_used, set_aside, buffer))
     level_stats.seconds = time.monotonic() - started
     store.runs.save_level_stats(run_id, level, shard, level_stats)
     summary |= {
@@ -185,7 +193,7 @@ def crawl_shard(store: Store, run_id: str, level: int, shard: int, params: Harve
 
 
 async def _crawl(
-    items: list[tuple[str, str | None, str | None, float]],
+    links: Iterator[Link],
     level: int,
     params: HarvestParams,
     budget_used: dict[str, int],
@@ -194,16 +202,19 @@ async def _crawl(
 ) -> tuple[LevelStats, Counter]:
     """One level of the engine over the shard's URLs; every page goes to ``on_page``, flushed at the end."""
     async with open_crawler(params.settings(), types=params.types) as crawler:
-        # the crawler's Bloom filter is an in-process pre-filter of repeated links; the frontier's keys are
-        # the run's dedup (exact but for 64-bit hash collisions: 1e-7 odds in a 2-million-URL run)
-        for url, _, _, _ in items:
-            crawler.seen.add(url)  # links back to this level's pages stop here, before the database
+
+        def seen(links: Iterator[Link]) -> Iterator[Link]:
+            # the crawler's Bloom filter is an in-process pre-filter of repeated links; the frontier's keys are
+            # the run's dedup (exact but for 64-bit hash collisions: 1e-7 odds in a 2-million-URL run)
+            for link in links:
+                crawler.seen.add(link.url)  # links back to this level's pages read so far stop here
+                yield link
+
         crawler.budget.counts.update(budget_used)
         crawler.set_aside.update(set_aside)
-        links = [Link(url, source, score) for url, source, _, score in items]
-        result = await crawler.run_level(links, level, on_page=on_page)
+        stats = await crawler.run_level(seen(links), level, on_page=on_page)
         on_page.flush()
-    return result.stats, crawler.stats
+    return stats, crawler.stats
 
 
 def finish_run(store: Store, run_id: str) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import zlib
+from collections.abc import Iterator
 
 import psycopg2
 from psycopg2.extras import execute_values
@@ -44,8 +45,22 @@ REFUSED_DATA = ("22", "54")
 
 # links.priority.shuffle_key and by_priority in PostgreSQL, over a table with ``url`` and ``score``: text
 # compared byte by byte (collation "C") is UTF-8 in code point order, as Python compares strings
-SQL_SHUFFLE_KEY = "('x' || left(md5(url), 15))::bit(60)::bigint, url COLLATE \"C\""
+SQL_SHUFFLE_HASH = "('x' || left(md5(url), 15))::bit(60)::bigint"
+SQL_SHUFFLE_KEY = f'{SQL_SHUFFLE_HASH}, url COLLATE "C"'
 SQL_BY_PRIORITY = f"score DESC, {SQL_SHUFFLE_KEY}"
+
+# A page of a shard's URLs to fetch, in the order of SQL_BY_PRIORITY, after the row (-score, shuffle hash,
+# URL) of the page before
+_PENDING_PAGE = f"""
+SELECT url, source_page, keyword, score, position FROM (
+    SELECT url, source_page, keyword, score, {SQL_SHUFFLE_HASH} AS position FROM frontier_urls
+    WHERE run_id = %(run_id)s AND level = %(level)s AND shard = %(shard)s AND status = %(status)s
+) AS pending
+WHERE (-score, position, url COLLATE "C") > %(after)s
+ORDER BY -score, position, url COLLATE "C"
+LIMIT %(limit)s
+"""
+PENDING_PAGE = 2000  # rows per page of pending_urls
 
 # A URL already in the frontier keeps its level; only an outcome (not 'discovered') updates it. Rows come
 # back when inserted or updated, so for new links the count is the number of URLs new to the run.
@@ -178,17 +193,36 @@ class Frontier(Repository):
             return [row[0] for row in cur.fetchall()]
 
     def pending_urls(
-        self, run_id: str, level: int, shard: int
-    ) -> list[tuple[str, str | None, str | None, float]]:
-        """(url, source page, search keyword, link score) of a shard's URLs still to fetch, best score first."""
+        self, run_id: str, level: int, shard: int, page_size: int = PENDING_PAGE
+    ) -> Iterator[tuple[str, str | None, str | None, float]]:
+        """(url, source page, search keyword, link score) of a shard's URLs still to fetch, in the order of
+        ``by_priority``. Read ``page_size`` rows at a time, each page a transaction of its own, after the last
+        row of the page before (so URLs committed meanwhile are neither lost nor read twice)."""
+        after: tuple[float, int, str] = (float("-inf"), -1, "")
+        while True:
+            with self._transaction() as cur:
+                cur.execute(
+                    _PENDING_PAGE,
+                    {"run_id": run_id, "level": level, "shard": shard, "status": URLStatus.DISCOVERED,
+                     "after": after, "limit": page_size},
+                )  # fmt: skip
+                rows = cur.fetchall()
+            for url, source_page, keyword, score, _ in rows:
+                yield url, source_page, keyword, score
+            if len(rows) < page_size:
+                return
+            url, _, _, score, position = rows[-1]
+            after = (-score, position, url)
+
+    def pending_origins(self, run_id: str, level: int, shard: int) -> dict[str, int]:
+        """URLs still to fetch per origin of a shard's level."""
         with self._transaction() as cur:
             cur.execute(
-                "SELECT url, source_page, keyword, score FROM frontier_urls "
-                "WHERE run_id = %s AND level = %s AND shard = %s AND status = %s "
-                "ORDER BY score DESC, url",
-                (run_id, level, shard, URLStatus.DISCOVERED),
+                f"SELECT geoweb_origin(url), count(*) FROM frontier WHERE run_key = {RUN_KEY} "
+                "AND shard = %(shard)s AND level = %(level)s AND status = %(status)s GROUP BY 1 ORDER BY 1",
+                {"run_id": run_id, "level": level, "shard": shard, "status": URLStatus.DISCOVERED},
             )
-            return cur.fetchall()
+            return dict(cur.fetchall())
 
     def skip_over_budget(self, run_id: str, level: int, fraction: float, min_score: float) -> int:
         """Mark the URLs of a level the link budget does not follow 'skipped' (reason 'budget'); returns how
