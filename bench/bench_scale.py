@@ -37,7 +37,7 @@ from pathlib import Path
 import psycopg2
 
 from bench.big_web import STATS_PATH, BigWebSpec
-from stack import airflow, catalogue, supervisor, workers
+from stack import airflow, catalogue, postgres, redis, supervisor, workers
 from stack.airflow import MAIN_DAG
 from stack.airflow_api import AirflowClient
 from stack.layout import GEOWEB_DB, PG_DATA, REPO
@@ -256,8 +256,17 @@ def _duration(task: dict) -> float:
     return (_time(task["end_date"]) - _time(task["start_date"])).total_seconds()
 
 
+def start_stack() -> None:
+    """Start the stack's components that are down (left running after, as ``python -m stack start`` does)."""
+    for component in (postgres, redis, catalogue, airflow, workers):
+        if not component.running():
+            component.start()
+            print(component.status(), flush=True)
+
+
 def crawl_dag(spec: BigWebSpec, args) -> Result:
-    """One geoweb_crawl run triggered over the REST API, as the UI does."""
+    """One geoweb_crawl run triggered over the REST API, as the UI does, on the stack (started if down)."""
+    start_stack()
     conf = {"seeds": spec.seeds(), "allowed_hosts": spec.allowed_hosts(), "max_level": 5,
             "max_pages_per_host": 2 * spec.pages_of(0)} | ({"shards": args.shards} if args.shards else {})  # fmt: skip
     client = AirflowClient.from_environment()
