@@ -43,24 +43,24 @@ RUN_KEY = "(SELECT run_key FROM crawl_runs WHERE run_id = %(run_id)s)"
 # pages stay to be redone.
 REFUSED_DATA = ("22", "54")
 
-# links.priority.shuffle_key and by_priority in PostgreSQL, over a table with ``url`` and ``score``: text
-# compared byte by byte (collation "C") is UTF-8 in code point order, as Python compares strings
-SQL_SHUFFLE_HASH = "('x' || left(md5(url), 15))::bit(60)::bigint"
-SQL_SHUFFLE_KEY = f'{SQL_SHUFFLE_HASH}, url COLLATE "C"'
-SQL_BY_PRIORITY = f"score DESC, {SQL_SHUFFLE_KEY}"
 
-# A page of a shard's URLs to fetch, in the order of SQL_BY_PRIORITY, after the row (-score, shuffle hash,
-# URL) of the page before
-_PENDING_PAGE = f"""
-SELECT url, source_page, keyword, score, position FROM (
-    SELECT url, source_page, keyword, score, {SQL_SHUFFLE_HASH} AS position FROM frontier_urls
-    WHERE run_id = %(run_id)s AND level = %(level)s AND shard = %(shard)s AND status = %(status)s
-) AS pending
-WHERE (-score, position, url COLLATE "C") > %(after)s
-ORDER BY -score, position, url COLLATE "C"
-LIMIT %(limit)s
+# links.priority.by_priority (descending score, then shuffle_key) in PostgreSQL, over the columns ``url`` and
+# ``score`` of ``table`` (an alias, or none): text compared byte by byte (collation "C") is UTF-8 in code
+# point order, as Python compares strings
+def sql_by_priority(table: str = "") -> str:
+    column = f"{table}." if table else ""
+    url = f"{column}url"
+    return f"{column}score DESC, ('x' || left(md5({url}), 15))::bit(60)::bigint, {url} COLLATE \"C\""
+
+
+# A shard's URLs to fetch in the order of by_priority, with the URL of the page that linked to each
+_PENDING = f"""
+SELECT f.url, coalesce(f.source_page, s.url), f.keyword, f.score
+FROM frontier f LEFT JOIN frontier s ON s.run_key = f.run_key AND geoweb_url_hash(s.url) = f.source_hash
+WHERE f.run_key = {RUN_KEY} AND f.shard = %(shard)s AND f.level = %(level)s AND f.status = %(status)s
+ORDER BY {sql_by_priority("f")}
 """
-PENDING_PAGE = 2000  # rows per page of pending_urls
+PENDING_PAGE = 5000  # rows per FETCH of pending_urls
 
 # A URL already in the frontier keeps its level; only an outcome (not 'discovered') updates it. Rows come
 # back when inserted or updated, so for new links the count is the number of URLs new to the run.
@@ -77,7 +77,7 @@ RETURNING 1
 # ones updated).
 _SKIP_OVER_BUDGET = f"""
 WITH ranked AS (
-    SELECT ctid AS row_id, score, row_number() OVER (ORDER BY {SQL_BY_PRIORITY}) AS position
+    SELECT ctid AS row_id, score, row_number() OVER (ORDER BY {sql_by_priority()}) AS position
     FROM frontier WHERE run_key = {RUN_KEY} AND level = %(level)s
 ), dropped AS (
     SELECT f.ctid AS row_id FROM frontier f JOIN ranked ON f.ctid = ranked.row_id
@@ -196,23 +196,21 @@ class Frontier(Repository):
         self, run_id: str, level: int, shard: int, page_size: int = PENDING_PAGE
     ) -> Iterator[tuple[str, str | None, str | None, float]]:
         """(url, source page, search keyword, link score) of a shard's URLs still to fetch, in the order of
-        ``by_priority``. Read ``page_size`` rows at a time, each page a transaction of its own, after the last
-        row of the page before (so URLs committed meanwhile are neither lost nor read twice)."""
-        after: tuple[float, int, str] = (float("-inf"), -1, "")
-        while True:
-            with self._transaction() as cur:
-                cur.execute(
-                    _PENDING_PAGE,
-                    {"run_id": run_id, "level": level, "shard": shard, "status": URLStatus.DISCOVERED,
-                     "after": after, "limit": page_size},
-                )  # fmt: skip
-                rows = cur.fetchall()
-            for url, source_page, keyword, score, _ in rows:
-                yield url, source_page, keyword, score
-            if len(rows) < page_size:
-                return
-            url, _, _, score, position = rows[-1]
-            after = (-score, position, url)
+        ``by_priority``, as they were when the reading began. The database sorts them once, in a cursor held
+        past its transaction, and they are read ``page_size`` at a time: neither the crawl's memory nor an
+        open transaction grows with the shard."""
+        cursor = self.conn.cursor(name=f"pending_{level}_{shard}", withhold=True)
+        cursor.itersize = page_size
+        try:
+            with self.conn:
+                cursor.execute(
+                    _PENDING,
+                    {"run_id": run_id, "level": level, "shard": shard, "status": URLStatus.DISCOVERED},
+                )
+            yield from cursor  # each page a FETCH, in whatever transaction the connection is in
+        finally:
+            cursor.close()
+            self.conn.commit()
 
     def pending_origins(self, run_id: str, level: int, shard: int) -> dict[str, int]:
         """URLs still to fetch per origin of a shard's level."""
