@@ -32,12 +32,16 @@ log = logging.getLogger("geoweb.harvest")
 
 
 def start_run(store: Store, run_id: str, params: HarvestParams) -> int:
-    """Migrate the store, begin (or resume) the run and add its seeds at level 0; returns the new seeds."""
+    """Migrate the store, begin (or resume) the run and add its seeds at level 0, and with ``catch_up`` what
+    the run before deferred, at its levels; returns the new seeds."""
     store.migrate()
     store.runs.begin(run_id, params.to_conf())
     seeds = _level_zero(params, ((seed, None, None) for seed in params.seeds))
     added = store.frontier.add_urls(run_id, 0, seeds, params.shards)
     log.info("run %s: %d seeds, %d new to the run", run_id, len(seeds), added)
+    if params.catch_up:
+        earlier, taken = store.frontier.take_deferred(run_id, params.shards)
+        log.info("run %s: catch-up: %d URLs that run %s deferred are new to this run", run_id, taken, earlier)
     return added
 
 

@@ -209,6 +209,14 @@ class HarvestParams:
         minimum=1,
         maximum=1_000_000,
     )
+    catch_up: bool = param(
+        False,
+        "Also crawl the URLs the run before this one deferred, each at its level with its source page: those "
+        "of hosts it set aside (time or failure budget, a level's deadline) or left for the memory bound. A "
+        "host set aside in one run is then tried again in the next. Default off.",
+        section=POLITENESS,
+        type="boolean",
+    )
     link_budget: float = param(
         _DEFAULTS.link_budget,
         "Share of each level's links followed, best topical score first (links are scored by anchor text and "

@@ -22,7 +22,7 @@ from psycopg2.extras import execute_values
 from geoweb.errors import RobotsDisallowed, StoreError
 from geoweb.links.normalize import origin
 from geoweb.links.priority import kept_count
-from geoweb.models import Link, Page, URLStatus
+from geoweb.models import Link, Page, RunStatus, URLStatus
 from geoweb.store.clean import MAX_URL_BYTES, Cleaner, storable_url
 from geoweb.store.repository import PAGE_SIZE, Repository
 from geoweb.store.resources import upsert_run_resources
@@ -61,6 +61,12 @@ WHERE f.run_key = {RUN_KEY} AND f.shard = %(shard)s AND f.level = %(level)s AND 
 ORDER BY {sql_by_priority("f")}
 """
 PENDING_PAGE = 5000  # rows per FETCH of pending_urls
+
+_RUN_BEFORE = f"""
+SELECT run_id FROM crawl_runs
+WHERE run_key < {RUN_KEY} AND status <> %(running)s
+ORDER BY run_key DESC LIMIT 1
+"""
 
 # A URL already in the frontier keeps its level; only an outcome (not 'discovered') updates it. Rows come
 # back when inserted or updated, so for new links the count is the number of URLs new to the run.
@@ -221,6 +227,26 @@ class Frontier(Repository):
                 {"run_id": run_id, "level": level, "shard": shard, "status": URLStatus.DISCOVERED},
             )
             return dict(cur.fetchall())
+
+    def take_deferred(self, run_id: str, shards: int) -> tuple[str | None, int]:
+        """Add to the run, each at its level with its source page, keyword and score, the URLs the run before
+        it (the latest begun earlier and ended) deferred; returns that run (None without one) and the URLs
+        new to this run. Done again, it adds nothing more."""
+        with self._transaction() as cur:
+            cur.execute(_RUN_BEFORE, {"run_id": run_id, "running": RunStatus.RUNNING})
+            row = cur.fetchone()
+            if row is None:
+                return None, 0
+            earlier = row[0]
+            cur.execute(
+                "SELECT url, level, source_page, keyword, score FROM frontier_urls "
+                "WHERE run_id = %s AND status = %s",
+                (earlier, URLStatus.DEFERRED),
+            )
+            rows = FrontierRows(shards)
+            for url, level, source_page, keyword, score in cur:
+                rows.add(url, level, source_page, keyword, score=score)
+            return earlier, _write(cur, run_id, rows)
 
     def skip_over_budget(self, run_id: str, level: int, fraction: float, min_score: float) -> int:
         """Mark the URLs of a level the link budget does not follow 'skipped' (reason 'budget'); returns how
