@@ -15,6 +15,7 @@ from urllib.parse import quote
 from geoweb.crawl import CrawlReport
 from geoweb.harvest.crawl import level_table
 from geoweb.harvest.params import ALLOWED_HOSTS_VARIABLE, CATALOGUES_VARIABLE, SEEDS_VARIABLE
+from geoweb.settings import Settings
 from geoweb.store import Store
 from stack.airflow import MAIN_DAG
 from stack.airflow_api import ADMIN, AirflowClient, AirflowError, admin_password
@@ -87,6 +88,10 @@ def report_url(dag_id: str, run_id: str) -> str:
 
 
 def where_to_look() -> None:
+    if Settings.from_env().catalogue_public:  # the stack's processes read the same environment
+        access = "both open to anyone (GEOWEB_CATALOGUE_PUBLIC is set: docs/catalogue.md)"
+    else:
+        access = "both behind the Airflow login (docs/catalogue.md: GEOWEB_CATALOGUE_PUBLIC=yes opens them)"
     print(f"""
 Where to look (everything keeps running):
   Airflow UI   {API_URL}   login {ADMIN} / {admin_password()}
@@ -95,7 +100,7 @@ Where to look (everything keeps running):
   GeoHub       {API_URL}/geohub   (search what was found; also in the UI's navigation)
   Catalogue    {CATALOGUE}/csw       CSW 2.0.2 (QGIS MetaSearch: Web > MetaSearch > New)
                {CATALOGUE}/records   OGC API - Records
-               both behind the Airflow login (docs/catalogue.md: GEOWEB_CATALOGUE_PUBLIC=yes opens them)
+               {access}
   PostGIS      psql {GEOWEB_DB}   (tables resources, datasets, crawl_runs, crawl_levels)
   logs         var/stack/logs (services), var/stack/airflow/logs (tasks), var/testweb/logs (test web)
   stop it all  make stop""")

@@ -16,10 +16,23 @@ from tests.store.pages import page
 from tests.store.queries import rows
 
 SITE = "http://maps.example"
+OTHER_SERVICES = ("WMTS", "WPS", "CSW", "OGCAPI-FEATURES", "STAC-API", "ARCGIS-MAPSERVER")  # no datasets
+SERVICE_KINDS = (
+    "wms",
+    "wfs",
+    "wcs",
+    "wmts",
+    "wps",
+    "sos",
+    "csw",
+    "ogcapi",
+    "stac",
+    "arcgis",
+)  # migration 0016
 VIEWS = {
     "qgis_resources": "bbox", "qgis_services": "bbox", "qgis_files": "bbox", "qgis_datasets": "footprint",
     "qgis_wms_layers": "footprint", "qgis_wfs_feature_types": "footprint", "qgis_coverages": "footprint",
-}  # fmt: skip
+} | {f"qgis_{kind}_services": "bbox" for kind in SERVICE_KINDS}  # fmt: skip
 ACROSS = (170.0, -20.0, -170.0, -10.0)  # crosses the antimeridian
 
 
@@ -50,6 +63,7 @@ def loaded_resources() -> list[Resource]:
         service("WFS", Dataset(name="parcels", bbox=(121.0, 24.0, 121.2, 24.2))),
         service("WCS", Dataset(name="dem", bbox=(119.3, 21.8, 122.1, 25.4)), bbox=(180.0, 10.0, 180.0, 10.0)),
         service("SOS", Dataset(name="gauges"), bbox=None),
+        *(service(t) for t in OTHER_SERVICES),
         *files,
     ]
 
@@ -88,15 +102,23 @@ def test_geometry_columns_lists_each_view_as_multipolygons_in_4326(store):
 @pytest.mark.parametrize("view", VIEWS)
 def test_each_view_reads_as_multipolygons_with_a_unique_integer_key(dsn, view):
     frame = read(dsn, view)
+    assert frame["id"].is_unique and frame["id"].dtype.kind == "i"
+    if view == "qgis_sos_services":  # its one service has no box: nothing to read a CRS or type from
+        assert frame.geometry.isna().all()
+        return
     assert frame.crs.to_epsg() == 4326
     assert set(frame.geometry.dropna().geom_type) == {"MultiPolygon"}
-    assert frame["id"].is_unique and frame["id"].dtype.kind == "i"
 
 
 def test_the_views_hold_the_expected_rows(dsn):
-    assert sorted(read(dsn, "qgis_services")["type"]) == ["SOS", "WCS", "WFS", "WMS"]
+    assert sorted(read(dsn, "qgis_services")["type"]) == sorted(["SOS", "WCS", "WFS", "WMS", *OTHER_SERVICES])
     assert sorted(read(dsn, "qgis_files")["type"]) == sorted(FILE_TYPES)
-    assert len(read(dsn, "qgis_resources")) == 4 + len(FILE_TYPES)
+    for kind in SERVICE_KINDS:  # a layer per kind of service
+        expected = [
+            t for t in ["SOS", "WCS", "WFS", "WMS", *OTHER_SERVICES] if t.split("-")[0] == kind.upper()
+        ]
+        assert list(read(dsn, f"qgis_{kind}_services")["type"]) == expected, kind
+    assert len(read(dsn, "qgis_resources")) == 4 + len(OTHER_SERVICES) + len(FILE_TYPES)
     assert list(read(dsn, "qgis_wms_layers")["name"]) == [
         "rivers",
         "pacific",
