@@ -37,6 +37,7 @@ from pathlib import Path
 import psycopg2
 
 from bench.big_web import STATS_PATH, BigWebSpec
+from geoweb.store import Store
 from stack import airflow, catalogue, postgres, redis, supervisor, workers
 from stack.airflow import MAIN_DAG
 from stack.airflow_api import AirflowClient
@@ -257,11 +258,14 @@ def _duration(task: dict) -> float:
 
 
 def start_stack() -> None:
-    """Start the stack's components that are down (left running after, as ``python -m stack start`` does)."""
+    """Start the stack's components that are down (left running after, as ``python -m stack start`` does),
+    and bring the harvest database's schema up to date, so that a fresh stack is measured as a used one."""
     for component in (postgres, redis, catalogue, airflow, workers):
         if not component.running():
             component.start()
             print(component.status(), flush=True)
+    with Store(GEOWEB_DB) as store:
+        store.migrate()
 
 
 def crawl_dag(spec: BigWebSpec, args) -> Result:
