@@ -159,3 +159,32 @@ def test_a_sink_that_has_enough_ends_the_read():
     answer, head, stats = asyncio.run(run())
     assert (answer.status, answer.body, answer.complete, head.data) == (200, b"", False, BIG[:1000])
     assert stats["fetch/bytes"] == 0
+
+
+def test_waiting_reserves_woken_together_hand_memory_back_once(monkeypatch):
+    """A crawl held at its bound: each release wakes every waiting reserve, and a hand-back of a large heap
+    takes milliseconds; one per wake-up made a 2,000,000-page crawl spend its CPU in them."""
+    reclaims = []
+    monkeypatch.setattr("geoweb.fetch.memory._reclaim", reclaims.append)
+    budget = MemoryBudget(10 * MB, resident=Resident())
+
+    async def run():
+        held = await budget.reserve("http://h/held", 8 * MB)
+        waiting = [asyncio.create_task(budget.reserve(f"http://h/{i}", 4 * MB)) for i in range(50)]
+        await asyncio.sleep(0.01)
+        asked = len(reclaims)
+        budget._release(1 * MB)  # room for none of them: all wake, and all wait again
+        held.nbytes -= 1 * MB
+        await asyncio.sleep(0.01)
+        woken_reclaims = len(reclaims) - asked
+        held.release()  # room for two of them, whichever wake first
+        await asyncio.sleep(0.01)
+        admitted = [task.result() for task in waiting if task.done()]
+        for task in waiting:
+            task.cancel()
+        return asked, woken_reclaims, admitted
+
+    asked, woken_reclaims, admitted = asyncio.run(run())
+    assert asked <= 1  # the first waiter's, the others within RECLAIM_EVERY
+    assert woken_reclaims <= 1
+    assert [r.nbytes for r in admitted] == [4 * MB, 4 * MB]
