@@ -304,7 +304,7 @@ def relevance(conn, resources: int) -> dict:
         return [hit.id for hit in search(conn, SearchQuery.checked(text=text, limit=20)).results]
 
     queries = search_relevance.judged_queries(truth(resources), PROVIDERS)
-    return search_relevance.score(conn, queries, ranked)
+    return search_relevance.score(queries, lambda judged: search_relevance.relevant(conn, judged), ranked)
 
 
 def _figures(ms: list[float]) -> dict:

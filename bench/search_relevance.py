@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from geoweb.semantic import default_ontology
 
@@ -95,12 +96,13 @@ def ndcg(ranked: list[int], relevant_ids: set[int], k: int = NDCG_AT) -> float:
     return gain / ideal
 
 
-def score(conn, queries: list[Judged], ranked: Callable[[str], list[int]]) -> dict:
-    """recall@20 and nDCG@10 of each query, the mean of each kind of query and of all; ``ranked`` gives the
-    ids the search returns for a text, best first."""
+def score(queries: list, relevant_of: Callable[[Any], set[int]], ranked: Callable[[str], list[int]]) -> dict:
+    """recall@20 and nDCG@10 of each query (with its ``kind`` and ``text``), the mean of each kind of query
+    and of all; ``relevant_of`` gives the ids of the resources relevant to a query, ``ranked`` the ids the
+    search returns for a text, best first."""
     rows = []
     for judged in queries:
-        ids, got = relevant(conn, judged), ranked(judged.text)
+        ids, got = relevant_of(judged), ranked(judged.text)
         rows.append({"kind": judged.kind, "query": judged.text, "relevant": len(ids),
                      "recall@20": recall(got, ids), "ndcg@10": ndcg(got, ids)})  # fmt: skip
     kinds = {row["kind"] for row in rows} | {"all"}
