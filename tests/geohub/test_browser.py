@@ -262,7 +262,9 @@ def type_counts(browser: Chromium) -> dict[str, int]:
     return {label.split(" (")[0]: int(label.split(" (")[1].rstrip(")")) for label in labels}
 
 
-def test_the_page_counts_what_it_finds_remembers_the_search_and_keeps_a_detail_open(browser, geohub_server):
+def test_the_page_counts_what_it_finds_remembers_the_search_and_keeps_a_detail_open(
+    browser, geohub_server, tmp_path
+):
     log_in(browser, geohub_server)
     wait_for_results(browser, [])
 
@@ -296,6 +298,7 @@ def test_the_page_counts_what_it_finds_remembers_the_search_and_keeps_a_detail_o
     assert parse_qs(urlsplit(url).query)["footprint"] == ["none"]
     assert browser.evaluate(HIT_TITLES) == [data.ARCHIVE.title]
     assert browser.evaluate(STATUS) == "Results 1\u20131 of 1 without a footprint"
+    document(browser, tmp_path, "geohub-no-footprint.png")
     browser.click("#without-footprint")
 
     # a detail zooms to its footprints and stays open while the map moves
@@ -318,6 +321,23 @@ def test_the_page_counts_what_it_finds_remembers_the_search_and_keeps_a_detail_o
     before = searches(browser)
     browser.click("#back")  # the results follow the map that moved
     wait_for_results(browser, before)
+
+
+def document(browser: Chromium, tmp_path: Path, name: str) -> None:
+    """A screenshot of the page as it is, off the map (no tooltip), into docs/ and the test's directory."""
+    browser.hover((5, 5))
+    browser.screenshot(tmp_path / name)
+    shutil.copyfile(tmp_path / name, SCREENSHOT.with_name(name))
+
+
+def options(browser: Chromium, select: str) -> list[tuple[str, str]]:
+    """A menu's options: (value, label)."""
+    return [
+        tuple(option)
+        for option in browser.evaluate(
+            f"[...document.getElementById({json.dumps(select)}).options].map(o => [o.value, o.textContent])"
+        )
+    ]
 
 
 def choose(browser: Chromium, select: str, value: str) -> None:
@@ -358,6 +378,27 @@ def test_the_provider_facet_follows_the_search_and_filters_it(browser, geohub_se
     browser.navigate(browser.evaluate("location.href"))  # a reload keeps it
     browser.wait_for(f"/^Results 1\u20132 of 2/.test({STATUS})")
     assert browser.evaluate("document.getElementById('provider').value") == data.AUTHORITY
+
+
+def test_the_level_menu_offers_the_levels_found_with_their_counts_and_filters(browser, geohub_server, tmp_path):
+    log_in(browser, geohub_server)
+    browser.navigate(f"{geohub_server.base_url}/geohub/?in_view=false")
+    browser.wait_for(f"/^Results/.test({STATUS})")
+    deeper = [data.STATIONS, data.HOSTILE]  # found a level below the map page (data.load)
+    levels = [("", "any"), ("1", f"1 ({len(data.ALL) - len(deeper)})"), ("2", f"2 ({len(deeper)})")]
+    assert options(browser, "level") == levels  # only the levels that occur, not a fixed 0-10
+    before = searches(browser)
+    choose(browser, "level", "2")
+    url = wait_for_results(browser, before)
+    assert parse_qs(urlsplit(url).query)["level"] == ["2"]
+    assert sorted(browser.evaluate(HIT_TITLES)) == sorted(r.title for r in deeper)
+    assert browser.evaluate(STATUS).startswith("Results 1\u20132 of 2")
+    document(browser, tmp_path, "geohub-facets.png")
+
+    # the counts follow the query; the chosen level stays offered when the query has none of it
+    search_for(browser, "rivers taiwan")
+    assert options(browser, "level") == [("", "any"), ("2", "2 (0)")]
+    assert browser.evaluate("document.getElementById('level').value") == "2"
 
 
 def test_a_service_s_endpoint_layers_qgis_file_and_wms_preview(browser, geohub_server, testweb, tmp_path):
