@@ -175,9 +175,8 @@ def crawl_shard(store: Store, run_id: str, level: int, shard: int, params: Harve
                          len(resource.datasets), page.url)  # fmt: skip
 
     buffer = PageBuffer(commit)
-    set_aside = store.frontier.set_aside(
-        run_id
-    )  # hosts an earlier level's shard set aside stay aside for the run
+    # hosts an earlier level's shard set aside stay aside for the run
+    set_aside = store.frontier.set_aside(run_id)
     level_stats, stats = asyncio.run(_crawl(read(), level, params, budget_used, set_aside, buffer))
     level_stats.seconds = time.monotonic() - started
     store.runs.save_level_stats(run_id, level, shard, level_stats)
