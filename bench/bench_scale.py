@@ -45,6 +45,7 @@ from stack.layout import GEOWEB_DB, PG_DATA, REPO
 
 OUT = REPO / "var" / "bench" / "results-scale.json"
 CRAWLERS = ("dag", "cli")
+CLI_MEMORY = 2 * 1024**3  # max_memory_bytes of `geoweb crawl` (see crawl_cli)
 RUN_TIMEOUT = 4 * 3600.0
 _LEVEL_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+[\d.]+\s+([\d.]+)\s*$", re.M)
 
@@ -226,7 +227,13 @@ def crawl_cli(spec: BigWebSpec, args) -> Result:
                str(seeds), "--max-level", "5", "--output", os.devnull]  # fmt: skip
     for host in spec.allowed_hosts():
         command += ["--allow-host", host]
-    env = dict(os.environ, GEOWEB_MAX_PAGES_PER_HOST=str(2 * spec.pages_of(0)))
+    # one process holds a level's links in memory (about 600 MB at 2,000,000 pages): under the default
+    # bound of 400 MB it would refuse every page past it, so the reference crawl gets room for them
+    env = dict(
+        os.environ,
+        GEOWEB_MAX_PAGES_PER_HOST=str(2 * spec.pages_of(0)),
+        GEOWEB_MAX_MEMORY_BYTES=str(CLI_MEMORY),
+    )
     stderr_path = OUT.parent / "scale-cli.stderr"
     with big_web(spec), stderr_path.open("w") as stderr:
         started = time.monotonic()

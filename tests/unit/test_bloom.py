@@ -1,3 +1,4 @@
+import logging
 import math
 
 import pytest
@@ -36,3 +37,13 @@ def test_measured_false_positive_rate_near_target():
 def test_rejects_impossible_sizes(n, rate):
     with pytest.raises(ValueError):
         BloomFilter(n, rate)
+
+
+def test_a_filter_past_its_size_says_so_once(caplog):
+    bloom = BloomFilter(100, 1e-4)
+    with caplog.at_level(logging.WARNING, "geoweb.dedup"):
+        for i in range(300):
+            bloom.add(f"http://h/{i}")
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 1
+    assert "past the 100 URLs it was sized for (expected_urls)" in warned[0] and "towards 2e-02" in warned[0]

@@ -8,8 +8,11 @@ The k positions come from one 128-bit BLAKE2b digest by double hashing (Kirsch &
 
 from __future__ import annotations
 
+import logging
 import math
 from hashlib import blake2b
+
+log = logging.getLogger("geoweb.dedup")
 
 
 def bloom_size(expected_items: int, error_rate: float) -> tuple[int, int]:
@@ -54,6 +57,12 @@ class BloomFilter:
                 new = True
         if new:
             self.count += 1
+            if self.count == self.expected_items + 1:
+                log.warning(
+                    "the URL filter is past the %d URLs it was sized for (expected_urls): its false positives, "
+                    "URLs skipped as seen, rise from %.0e towards %.0e at twice as many", self.expected_items,
+                    self.error_rate, self.expected_error_rate(2 * self.expected_items),
+                )  # fmt: skip
         return new
 
     @property
