@@ -380,7 +380,9 @@ def test_the_provider_facet_follows_the_search_and_filters_it(browser, geohub_se
     assert browser.evaluate("document.getElementById('provider').value") == data.AUTHORITY
 
 
-def test_the_level_menu_offers_the_levels_found_with_their_counts_and_filters(browser, geohub_server, tmp_path):
+def test_the_level_menu_offers_the_levels_found_with_their_counts_and_filters(
+    browser, geohub_server, tmp_path
+):
     log_in(browser, geohub_server)
     browser.navigate(f"{geohub_server.base_url}/geohub/?in_view=false")
     browser.wait_for(f"/^Results/.test({STATUS})")
