@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import io
 import json
 import os
@@ -258,13 +259,24 @@ async def crawl_with_lag_probe(spec: WebSpec, args, interval: float = 0.002) -> 
         allowed_hosts=frozenset(spec.address(h) for h in range(spec.hosts)),
         max_pages_per_host=spec.pages,
     )
+    collections: dict[int, list[float]] = {0: [], 1: [], 2: []}  # generation -> pauses, seconds
+    collecting = [0.0]
+
+    def timed_collection(phase: str, info: dict) -> None:
+        if phase == "start":
+            collecting[0] = time.perf_counter()
+        else:
+            collections[info["generation"]].append(time.perf_counter() - collecting[0])
+
     probing = asyncio.create_task(probe())
     crawling.set()
     threading.Thread(target=watchdog, daemon=True).start()
+    gc.callbacks.append(timed_collection)
     started = time.perf_counter()
     try:
         report = await crawl_to_jsonl(spec.seeds(), settings, ALL_TYPES, io.StringIO())
     finally:
+        gc.callbacks.remove(timed_collection)
         crawling.clear()
         probing.cancel()
     lags.sort()
@@ -275,6 +287,14 @@ async def crawl_with_lag_probe(spec: WebSpec, args, interval: float = 0.002) -> 
         "max_stall_ms": 1000 * lags[-1],
         "p99_stall_ms": 1000 * lags[int(0.99 * (len(lags) - 1))],
         "wakes": len(lags),
+        "gc_pauses": {  # the interpreter's cyclic garbage collections, each a pause of the loop thread
+            f"generation {g}": {
+                "n": len(t),
+                "max_ms": round(1000 * max(t, default=0.0), 1),
+                "total_ms": round(1000 * sum(t)),
+            }
+            for g, t in collections.items()
+        },
         "stall_sites_ms": {
             site: round(1000 * late) for site, late in sorted(sites.items(), key=lambda kv: -kv[1])
         },
@@ -340,6 +360,10 @@ def main() -> None:
         print(f"event loop during a geoweb crawl, capabilities read {how}: largest stall "
               f"{lag['max_stall_ms']:.1f} ms, p99 {lag['p99_stall_ms']:.1f} ms over {lag['wakes']:,} probe wakes; "
               f"{lag['seconds']:.1f} s; resources {lag['resources']}; OGC misses {lag['ogc_misses']}")  # fmt: skip
+        print(
+            "garbage collections:",
+            ", ".join(f"{g}: {f['n']} (max {f['max_ms']} ms)" for g, f in lag["gc_pauses"].items()),
+        )
         print(
             f"where the loop was when {STALL_SAMPLE * 1000:.0f} ms late or more (the longest stall there, ms):"
         )
