@@ -92,8 +92,8 @@ class MemoryBudget:
     def _fits(self, nbytes: int, force: bool = False) -> bool:
         """Whether ``nbytes`` more fit; before saying no, memory freed but kept by the allocator (a body
         read and dropped) is handed back to the system and measured again, at most every RECLAIM_EVERY
-        seconds unless ``force`` (before a refusal). Cycles are collected first at most once a second: a full collection can take a tenth of a
-        second of the event loop."""
+        seconds unless ``force`` (before a refusal). Cycles are collected first at most once a second: a
+        full collection can take a tenth of a second of the event loop."""
         if self._used() + nbytes <= self.limit:
             return True
         now = time.monotonic()
@@ -125,10 +125,9 @@ class MemoryBudget:
             self.stats["fetch/memory_waits"] += 1
             try:
                 async with asyncio.timeout(self._max_wait):
-                    while not self._fits(nbytes):
-                        if self.in_flight == 0:  # no read in flight whose end could make room
-                            if self._fits(nbytes, force=True):
-                                break
+                    # with no read in flight, no end of one can make room: a hand-back is the last chance
+                    while not self._fits(nbytes, force=self.in_flight == 0):
+                        if self.in_flight == 0:
                             raise self._refuse(url, nbytes, "no room left")
                         released = asyncio.get_running_loop().create_future()
                         self._waiting.add(released)
