@@ -1,6 +1,6 @@
 """GeoHub end to end in headless Chromium: log in through Airflow's login page, search, page through results,
 meet hostile titles (shown as text, never run), filter by panning and zooming the map, open a resource's
-detail, and save a screenshot (docs/geohub.png, and a copy in the test's directory)."""
+detail, and save screenshots of them (into docs/, and a copy in the test's directory)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pytest
 from tests.geohub import data
 from tests.geohub.browser import BINARY, Chromium
 
-SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "geohub.png"
+DOCS = Path(__file__).resolve().parents[2] / "docs"  # where the screenshots go
 TILE = 256  # pixels of the world at zoom 0 (Web Mercator)
 START = (20.0, 0.0, 2)  # the page's first view: latitude, longitude, zoom
 
@@ -158,9 +158,7 @@ def test_search_filter_by_map_and_detail(browser, geohub_server, token, tmp_path
     assert set(browser.evaluate(HIT_TITLES)) == {data.RIVERS.title, data.HOSTILE_TITLE}
     assert browser.evaluate("document.querySelectorAll('.leaflet-overlay-pane path').length") >= 2
 
-    browser.hover((5, 5))  # off the map: no tooltip in the picture
-    browser.screenshot(tmp_path / "geohub.png")
-    shutil.copyfile(tmp_path / "geohub.png", SCREENSHOT)
+    document(browser, tmp_path, "geohub.png")
 
     # a resource's detail: its datasets, drawn on the map
     browser.evaluate(
@@ -324,10 +322,11 @@ def test_the_page_counts_what_it_finds_remembers_the_search_and_keeps_a_detail_o
 
 
 def document(browser: Chromium, tmp_path: Path, name: str) -> None:
-    """A screenshot of the page as it is, off the map (no tooltip), into docs/ and the test's directory."""
+    """A screenshot of the page, the pointer off the map (no tooltip in the picture), into docs/ and the
+    test's directory."""
     browser.hover((5, 5))
     browser.screenshot(tmp_path / name)
-    shutil.copyfile(tmp_path / name, SCREENSHOT.with_name(name))
+    shutil.copyfile(tmp_path / name, DOCS / name)
 
 
 def options(browser: Chromium, select: str) -> list[tuple[str, str]]:
@@ -459,10 +458,8 @@ def test_a_service_s_endpoint_layers_qgis_file_and_wms_preview(browser, geohub_s
     browser.wait_for(
         "document.getElementById('preview-status').textContent.startsWith('Preview of provinces')"
     )
-    browser.hover((5, 5))
     browser.evaluate("new Promise(done => setTimeout(done, 500))")  # the map's zoom to the layer ends
-    browser.screenshot(tmp_path / "geohub-detail.png")
-    shutil.copyfile(tmp_path / "geohub-detail.png", SCREENSHOT.with_name("geohub-detail.png"))
+    document(browser, tmp_path, "geohub-detail.png")
     logged = [e["params"]["entry"]["text"] for e in browser.events if e["method"] == "Log.entryAdded"]
     assert not [t for t in logged if "Content Security Policy" in t], logged
 
