@@ -3,12 +3,13 @@ pygeoapi, the STAC server, the files and the ArcGIS stand-in) describe, harveste
 and 47 queries judged by hand from what each resource is: its data, place and publisher as the test web's
 sources define them (testweb/), never from what the search returns.
 
-    .venv/bin/python -m bench.bench_search_testweb   # about 30 s; results in var/bench/results-search-testweb.json
+    .venv/bin/python -m bench.bench_search_testweb   # about 25 s; results in var/bench/results-search-testweb.json
 
 The local PostgreSQL and the test web are started when they are down and stopped at the end if they were.
 Each resource of the test web's manifest is loaded at level 0 into a scratch database of the store's schema
 (those only the catalogue links too: the search is judged, not the crawl; robots.txt keeps one file out),
-then each query is searched as the API searches it and scored with recall@20 and nDCG@10 (bench/search_relevance.py).
+then each query is searched as the API searches it and scored with recall@20 and nDCG@10
+(bench/search_relevance.py).
 """
 
 from __future__ import annotations
