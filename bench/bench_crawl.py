@@ -237,11 +237,15 @@ async def crawl_with_lag_probe(spec: WebSpec, args, interval: float = 0.002) -> 
     crawling = threading.Event()
     loop_thread = threading.get_ident()
 
+    busy: list[tuple[float, float]] = []  # (lag, the loop thread's CPU time in it) of each wake
+
     async def probe() -> None:
         while True:
-            started = loop.time()
+            started, cpu = loop.time(), time.thread_time()
             await asyncio.sleep(interval)
-            lags.append(loop.time() - started - interval)
+            lag = loop.time() - started - interval
+            lags.append(lag)
+            busy.append((lag, time.thread_time() - cpu))
             woke[0] = time.monotonic()
 
     def watchdog() -> None:
@@ -295,6 +299,9 @@ async def crawl_with_lag_probe(spec: WebSpec, args, interval: float = 0.002) -> 
             }
             for g, t in collections.items()
         },
+        "longest_stalls_ms": [
+            (round(1000 * lag, 1), round(1000 * cpu, 1)) for lag, cpu in sorted(busy)[-10:]
+        ],
         "stall_sites_ms": {
             site: round(1000 * late) for site, late in sorted(sites.items(), key=lambda kv: -kv[1])
         },
@@ -363,6 +370,11 @@ def main() -> None:
         print(
             "garbage collections:",
             ", ".join(f"{g}: {f['n']} (max {f['max_ms']} ms)" for g, f in lag["gc_pauses"].items()),
+        )
+        print(
+            "the longest stalls, ms late, and of them the loop thread's CPU time (the rest it waited for a core"
+            " or the GIL):",
+            ", ".join(f"{late} ({cpu})" for late, cpu in reversed(lag["longest_stalls_ms"])),
         )
         print(
             f"where the loop was when {STALL_SAMPLE * 1000:.0f} ms late or more (the longest stall there, ms):"

@@ -1,14 +1,18 @@
-"""The crawl's long steps on a large service give the event loop turns: tagging 2,001 layers with concepts and
-writing their JSON line run in batches, with the loop's other tasks (fetches, timers) between them."""
+"""The crawl's long steps give the event loop turns: tagging a large service's 2,001 layers with concepts and
+writing their JSON line run in batches, and a large level is queued a turn at a time, with the loop's other
+tasks (fetches, timers) between them."""
 
 from __future__ import annotations
 
 import asyncio
 import io
 import json
+from collections import Counter
 
+from geoweb.crawl.engine import READ_TURN, Crawler
 from geoweb.crawl.jsonl import TURN, write_line
-from geoweb.models import Dataset, Resource
+from geoweb.fetch import Response
+from geoweb.models import Dataset, Link, Resource
 from geoweb.semantic import tag_datasets, tag_datasets_in_turns
 from geoweb.settings import Settings
 
@@ -71,3 +75,38 @@ def test_a_resource_without_datasets_is_one_plain_line():
     out = io.StringIO()
     asyncio.run(write_line(out, dict(record)))
     assert json.loads(out.getvalue()) == record and record["dataset_list"] == []
+
+
+def test_a_large_level_is_queued_a_turn_at_a_time_and_every_link_fetched():
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    read_at: list[int] = []  # the ticker's count when each link was read
+
+    def source():
+        for i in range(5000):
+            read_at.append(ticks)
+            yield Link(f"http://h{i % 5}.example/{i}", None)
+
+    async def fetch(url, **kwargs):
+        await asyncio.sleep(0)
+        return Response(url, url, 200, {"content-type": "text/plain"}, b"")
+
+    async def level() -> list:
+        pages: list = []
+        crawler = Crawler(fetch, [], settings=Settings(queued_links=10_000), seen=set())
+        task = asyncio.create_task(ticker())
+        await asyncio.sleep(0)
+        await crawler.run_level(source(), 0, pages.append)
+        task.cancel()
+        return pages
+
+    pages = asyncio.run(level())
+    assert sorted(p.url for p in pages) == sorted(f"http://h{i % 5}.example/{i}" for i in range(5000))
+    per_turn = Counter(read_at)
+    assert max(per_turn.values()) <= READ_TURN and len(per_turn) >= 5000 // READ_TURN

@@ -16,6 +16,7 @@ from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Collection, Iterable
 from datetime import UTC, datetime
 
+from geoweb.crawl.collector import survivors_frozen
 from geoweb.crawl.report import CrawlReport
 from geoweb.detect.base import DetectContext, Detector
 from geoweb.errors import FetchError, GeowebError, RobotsDisallowed
@@ -34,6 +35,7 @@ log = logging.getLogger("geoweb.crawl")
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 SNIFFED_TYPES = frozenset({"", "text/plain", "application/octet-stream", "binary/octet-stream"})
 WAIT_CLOCK_SECONDS = 0.25  # how often the time the level waits on its hosts is counted
+READ_TURN = 1_000  # links queued in one turn of the event loop; more wait for the next turn
 
 
 PageSink = Callable[[Page], None]
@@ -112,14 +114,18 @@ class Crawler:
             if on_page:
                 on_page(page)
 
+        # A level's sort, its budget and the recall curve take a whole level's links at once, tenths of a
+        # second on a big level: in a thread, so that the event loop keeps its turns (the thread yields the
+        # GIL to it).
         for level in range(self.settings.max_level + 1):
             if not frontier:
                 break
             next_level: list[Link] = []
-            report.levels.append(await self.run_level(sorted(frontier, key=by_priority), level, remember))
-            frontier = self.within_budget(next_level, level + 1)
+            ordered = await asyncio.to_thread(sorted, frontier, key=by_priority)
+            report.levels.append(await self.run_level(ordered, level, remember))
+            frontier = await asyncio.to_thread(self.within_budget, next_level, level + 1)
         report.seconds = time.monotonic() - started
-        report.recall = recall_curve(links, found_on)
+        report.recall = await asyncio.to_thread(recall_curve, links, found_on)
         return report
 
     def within_budget(self, links: list[Link], level: int) -> list[Link]:
@@ -190,11 +196,20 @@ class Crawler:
                 return "host_failures"
             return None
 
+        reading_on = False  # a turn of read() is waiting for the loop
+
         def read() -> None:
             """Queue the next links, up to ``queued_links`` (at least a fetch slot's worth, so that one slow
-            host holding the queues cannot idle the others), and start the workers their hosts lack."""
-            nonlocal queued, more
+            host holding the queues cannot idle the others), and start the workers their hosts lack. At most
+            READ_TURN links a turn of the event loop: a task reads the rest in the next turns."""
+            nonlocal queued, more, reading_on
+            if reading_on:  # the next turn reads
+                return
             wanted = max(self.settings.queued_links - queued, self.settings.concurrency)
+            if wanted > READ_TURN:
+                wanted = READ_TURN
+                reading_on = True
+                tasks.add(asyncio.create_task(read_on()))
             grown = set()
             for count, link in enumerate(unread, 1):
                 host = origin(link.url)
@@ -212,6 +227,13 @@ class Crawler:
                 while working[host] < min(self.settings.per_host_concurrency, len(queues[host])):
                     working[host] += 1
                     tasks.add(asyncio.create_task(worker(host, queues[host])))
+
+        async def read_on() -> None:
+            nonlocal reading_on
+            await asyncio.sleep(0)
+            reading_on = False
+            if more:
+                read()
 
         async def worker(host: str, queue: deque[Link]) -> None:
             try:
@@ -286,11 +308,12 @@ class Crawler:
         ticking = asyncio.create_task(clock())
         read()
         try:
-            while tasks:  # workers start more workers as they read links
-                done, _ = await asyncio.wait(set(tasks), return_when=asyncio.FIRST_EXCEPTION)
-                tasks.difference_update(done)
-                for task in done:
-                    task.result()
+            with survivors_frozen():
+                while tasks:  # workers start more workers as they read links
+                    done, _ = await asyncio.wait(set(tasks), return_when=asyncio.FIRST_EXCEPTION)
+                    tasks.difference_update(done)
+                    for task in done:
+                        task.result()
         finally:
             ticking.cancel()
             for task in tasks:
