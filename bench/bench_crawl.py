@@ -231,21 +231,17 @@ async def crawl_with_lag_probe(spec: WebSpec, args, interval: float = 0.002) -> 
     """A geoweb crawl in this process beside a task that sleeps ``interval`` and records how late it wakes,
     and a watchdog thread that, while the task is late by STALL_SAMPLE or more, samples where the loop is."""
     loop = asyncio.get_running_loop()
-    lags: list[float] = []
+    wakes: list[tuple[float, float]] = []  # (seconds late, the loop thread's CPU seconds meanwhile) of each
     woke = [time.monotonic()]
     sites: dict[str, float] = {}  # where the loop was -> the longest stall seen there
     crawling = threading.Event()
     loop_thread = threading.get_ident()
 
-    busy: list[tuple[float, float]] = []  # (lag, the loop thread's CPU time in it) of each wake
-
     async def probe() -> None:
         while True:
             started, cpu = loop.time(), time.thread_time()
             await asyncio.sleep(interval)
-            lag = loop.time() - started - interval
-            lags.append(lag)
-            busy.append((lag, time.thread_time() - cpu))
+            wakes.append((loop.time() - started - interval, time.thread_time() - cpu))
             woke[0] = time.monotonic()
 
     def watchdog() -> None:
@@ -283,7 +279,8 @@ async def crawl_with_lag_probe(spec: WebSpec, args, interval: float = 0.002) -> 
         gc.callbacks.remove(timed_collection)
         crawling.clear()
         probing.cancel()
-    lags.sort()
+    wakes.sort()
+    lags = [lag for lag, _ in wakes]
     return {
         "seconds": time.perf_counter() - started,
         "resources": dict(report.resources_by_type),
@@ -299,9 +296,7 @@ async def crawl_with_lag_probe(spec: WebSpec, args, interval: float = 0.002) -> 
             }
             for g, t in collections.items()
         },
-        "longest_stalls_ms": [
-            (round(1000 * lag, 1), round(1000 * cpu, 1)) for lag, cpu in sorted(busy)[-10:]
-        ],
+        "longest_stalls_ms": [(round(1000 * lag, 1), round(1000 * cpu, 1)) for lag, cpu in wakes[-10:]],
         "stall_sites_ms": {
             site: round(1000 * late) for site, late in sorted(sites.items(), key=lambda kv: -kv[1])
         },

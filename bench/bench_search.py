@@ -299,12 +299,12 @@ def matches(conn, query: SearchQuery) -> int:
 def relevance(conn, resources: int) -> dict:
     """recall@20 and nDCG@10 of the judged queries (bench/search_relevance.py), each searched as the API
     searches it."""
-
-    def ranked(text: str) -> list[int]:
-        return [hit.id for hit in search(conn, SearchQuery.checked(text=text, limit=20)).results]
-
     queries = search_relevance.judged_queries(truth(resources), PROVIDERS)
-    return search_relevance.score(queries, lambda judged: search_relevance.relevant(conn, judged), ranked)
+    return search_relevance.score(
+        queries,
+        lambda judged: search_relevance.relevant(conn, judged),
+        lambda text: search_relevance.ranked(conn, text),
+    )
 
 
 def _figures(ms: list[float]) -> dict:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import psycopg2
 
 from bench import search_relevance
-from geoweb.geohub import SearchDatabase, SearchQuery, search
+from geoweb.geohub import SearchDatabase
 from geoweb.store import Store
 from stack import postgres as stack_postgres
 from stack.layout import REPO
@@ -200,15 +200,13 @@ def resource_ids(dsn: str, urls: dict[str, tuple[str, str]]) -> dict[str, int]:
 
 def relevance(dsn: str, ids: dict[str, int]) -> dict:
     database = SearchDatabase(lambda: dsn)
-
-    def ranked(text: str) -> list[int]:
-        with database.connection() as conn:
-            return [hit.id for hit in search(conn, SearchQuery.checked(text=text, limit=20)).results]
-
     try:
-        return search_relevance.score(
-            judged_queries(), lambda judged: {ids[name] for name in judged.relevant}, ranked
-        )
+        with database.connection() as conn:
+            return search_relevance.score(
+                judged_queries(),
+                lambda judged: {ids[name] for name in judged.relevant},
+                lambda text: search_relevance.ranked(conn, text),
+            )
     finally:
         database.close()
 

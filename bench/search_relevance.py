@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from geoweb.geohub import SearchQuery, search
 from geoweb.semantic import default_ontology
 
 RECALL_AT = 20  # a page of results
@@ -82,6 +83,11 @@ def relevant(conn, judged: Judged) -> set[int]:
     with conn.cursor() as cur:
         cur.execute(_RELEVANT, {"themes": themes, "place": judged.place, "provider": judged.provider})
         return {row[0] for row in cur.fetchall()}
+
+
+def ranked(conn, text: str) -> list[int]:
+    """The ids of the first RECALL_AT results for ``text``, searched as the API searches it."""
+    return [hit.id for hit in search(conn, SearchQuery.checked(text=text, limit=RECALL_AT)).results]
 
 
 def recall(ranked: list[int], relevant_ids: set[int], k: int = RECALL_AT) -> float:

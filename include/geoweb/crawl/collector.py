@@ -2,10 +2,10 @@
 
 A full collection scans every container object alive, and a crawl holds many for long (the level's links,
 the URLs seen, the resources found): on the services-heavy benchmark each full collection paused the event
-loop for 70-100 ms (or, run in another thread, held the GIL from it as long). While ``survivors_frozen``
-is active, what existed before it and what survived each full collection is frozen (``gc.freeze``), so
-that a full collection scans only what is newer. Cyclic garbage among frozen objects is collected after
-the crawl, when everything is unfrozen.
+loop for 65-115 ms (or, run in another thread, held the GIL from it as long). While ``survivors_frozen``
+is active (the crawl engine holds it for each level), what existed before it and what survived each full
+collection is frozen (``gc.freeze``), so that a full collection scans only what is newer. Cyclic garbage
+among frozen objects waits for the end of the block, when everything is unfrozen.
 """
 
 from __future__ import annotations
