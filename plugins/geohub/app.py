@@ -177,8 +177,9 @@ def create_app() -> FastAPI:
         """A page of resources matching every filter given, with the numbers of the whole answer: `total`
         matches, `outside_box` (would match but for the box), `no_footprint` (match every filter but the
         box and have no footprint) and `facets` counting the matches by type, provider, concept, level and
-        status; above 10,000 matches the facets are counted on a sample of about 10,000 and scaled to the
-        total (`facets_estimated` is true; the total stays exact). `next_offset` is null on the last page."""
+        status (with a `level` chosen, the level facet counts every level, so that the others stay on offer);
+        above 5,000 matches the facets are counted on a sample of about 5,000 and scaled to the total
+        (`facets_estimated` is true; the total stays exact). `next_offset` is null on the last page."""
         query = SearchQuery.checked(**filters, limit=limit, offset=offset)
         with database.connection() as conn:
             return search(conn, query)

@@ -394,11 +394,12 @@ def test_the_level_menu_offers_the_levels_found_with_their_counts_and_filters(
     assert parse_qs(urlsplit(url).query)["level"] == ["2"]
     assert sorted(browser.evaluate(HIT_TITLES)) == sorted(r.title for r in deeper)
     assert browser.evaluate(STATUS).startswith("Results 1\u20132 of 2")
+    assert options(browser, "level") == levels  # the other level stays offered, to switch to in one step
     document(browser, tmp_path, "geohub-facets.png")
 
     # the counts follow the query; the chosen level stays offered when the query has none of it
     search_for(browser, "rivers taiwan")
-    assert options(browser, "level") == [("", "any"), ("2", "2 (0)")]
+    assert options(browser, "level") == [("", "any"), ("1", "1 (1)"), ("2", "2 (0)")]
     assert browser.evaluate("document.getElementById('level').value") == "2"
 
 

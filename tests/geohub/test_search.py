@@ -219,6 +219,18 @@ def test_totals_and_facets_count_every_match(database):
     assert not deeper & {h.title for h in answer(database, level=1, run=data.RUN_2, limit=100).results}
 
 
+def test_a_chosen_level_counts_every_level_so_the_others_stay_offered(database):
+    by_level = {1: EVERYTHING - 2, 2: 2}
+    for run in (None, data.RUN_2):  # the sightings of a run alone, and the candidates of a search
+        page = answer(database, level=2, run=run)
+        assert page.total == 2 and {f.level: f.resources for f in page.facets.level} == by_level
+    text = answer(database, text="water", level=2)
+    levels = {f.level: f.resources for f in text.facets.level}
+    assert levels.get(2, 0) == text.total and sum(levels.values()) == len(found(database, text="water"))
+    boxed = answer(database, text="water", level=1, bbox=data.SWITZERLAND)
+    assert {f.level: f.resources for f in boxed.facets.level} == {1: boxed.total}  # the box still counts
+
+
 def test_totals_and_facets_follow_the_query(database):
     page = answer(database, text="water", limit=3)
     every = found(database, text="water")

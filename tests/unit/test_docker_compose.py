@@ -10,7 +10,7 @@ import subprocess
 import pytest
 import yaml
 
-from stack import airflow, catalogue
+from stack import airflow, catalogue, postgres
 from stack.layout import REPO
 
 DOCKER = REPO / "docker"
@@ -73,6 +73,11 @@ def test_the_worker_scales_and_the_results_go_to_postgis():
     assert "container_name" not in services["worker"]  # --scale worker=N needs names Compose picks
     assert services["postgis"]["image"].startswith("postgis/postgis:")
     assert services["worker"]["environment"]["AIRFLOW_CONN_GEOWEB_DB"].startswith("postgresql://geoweb:")
+
+
+def test_the_results_database_has_the_stack_cache_size():
+    command = " ".join(compose()["services"]["postgis"]["command"])
+    assert f"shared_buffers=${{GEOWEB_DB_SHARED_BUFFERS:-{postgres.SHARED_BUFFERS}}}" in command
 
 
 def test_the_init_sets_the_stack_pool():

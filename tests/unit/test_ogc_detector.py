@@ -11,10 +11,12 @@ import pytest
 from geoweb.detect import load_detector
 from geoweb.detect.base import DetectContext
 from geoweb.detect.ogc import OGCDetector
+from geoweb.detect.ogc.csw import FIRST_RECORDS
 from geoweb.errors import ConnectionFailed, HTTPStatusError
 from geoweb.fetch.response import Response
 from geoweb.models import OGC_TYPES
 from geoweb.settings import Settings
+from stack.layout import REPO
 
 OWS = 'xmlns:ows="http://www.opengis.net/ows/1.1" xmlns:xlink="http://www.w3.org/1999/xlink"'
 GET = b'<DCPType><HTTP><Get><OnlineResource xmlns:xlink="http://www.w3.org/1999/xlink" xlink:href="http://h/"/></Get></HTTP>'
@@ -249,50 +251,84 @@ def test_truncated_body_is_not_parsed_but_the_probe_recovers_it():
     assert wms.title == "Maps"
 
 
-# --- CSW: the number of records from one GetRecords hits request ---------------------------------------
+# --- CSW: the number of records and the first of them from one GetRecords request -----------------------
 
 CSW_ENDPOINT = "http://h/pycsw/csw.py"
-HITS_URL = (
+CORPUS = REPO / ".." / "shared" / "corpus"
+RECORDS_URL = (
     f"{CSW_ENDPOINT}?service=CSW&version=2.0.2&request=GetRecords&typeNames=csw%3ARecord"
-    "&namespace=xmlns%28csw%3Dhttp%3A%2F%2Fwww.opengis.net%2Fcat%2Fcsw%2F2.0.2%29&resultType=hits"
-    "&elementSetName=brief"
+    "&namespace=xmlns%28csw%3Dhttp%3A%2F%2Fwww.opengis.net%2Fcat%2Fcsw%2F2.0.2%29&resultType=results"
+    f"&elementSetName=summary&maxRecords={FIRST_RECORDS}"
 )
+# The 12 Dublin Core records of the OGC CITE test data (../shared/corpus/records/cite, its README)
+CITE = sorted((CORPUS / "records" / "cite").glob("Record_*.xml"))
 
 
-def hits_response(matched: str) -> bytes:
+def records_response(matched: str, records: list[bytes] = ()) -> bytes:
+    """A GetRecords answer as pycsw writes it, holding ``records`` (documents, their XML declaration cut)."""
+    body = b"".join(r.split(b"?>", 1)[-1] if r.startswith(b"<?xml") else r for r in records)
     return (
-        '<csw:GetRecordsResponse xmlns:csw="http://www.opengis.net/cat/csw/2.0.2" version="2.0.2">'
-        f'<csw:SearchStatus timestamp="2024-01-01T00:00:00Z"/><csw:SearchResults numberOfRecordsMatched="{matched}"'
-        ' numberOfRecordsReturned="0" nextRecord="1" elementSet="brief"/></csw:GetRecordsResponse>'
-    ).encode()
+        b'<csw:GetRecordsResponse xmlns:csw="http://www.opengis.net/cat/csw/2.0.2" version="2.0.2">'
+        b'<csw:SearchStatus timestamp="2024-01-01T00:00:00Z"/><csw:SearchResults numberOfRecordsMatched="'
+        + matched.encode()
+        + f'" numberOfRecordsReturned="{len(records)}" nextRecord="0" elementSet="summary">'.encode()
+        + body
+        + b"</csw:SearchResults></csw:GetRecordsResponse>"
+    )
 
 
-def test_csw_records_are_counted_with_one_hits_request():
-    web = FakeWeb({HITS_URL: hits_response("12")})
+def test_a_csw_s_first_records_are_its_datasets_and_its_footprint_theirs():
+    web = FakeWeb({RECORDS_URL: records_response("12", [path.read_bytes() for path in CITE])})
     ctx = web.context(types=("CSW",))
     [csw] = detect(response(CSW_ENDPOINT + "?service=CSW&request=GetCapabilities", CSW_DOC), ctx)
     assert (csw.type, csw.title, csw.extra) == ("CSW", "Catalogue", {"records": 12})
-    assert web.requested == [HITS_URL]
+    assert web.requested == [RECORDS_URL]  # one request for the count and the records
+    assert len(csw.datasets) == 12
+    by_name = {d.name: d for d in csw.datasets}
+    lorem = by_name["urn:uuid:19887a8a-f6b0-4a63-ae56-7fba0e17801f"]
+    assert (lorem.title, lorem.keywords, lorem.bbox) == ("Lorem ipsum", ["Tourism--Greece"], None)
+    assert lorem.extra == {"type": "http://purl.org/dc/dcmitype/Image"}
+    assert sum(d.bbox is not None for d in csw.datasets) == 3
+    # EPSG:4326 corners are latitude first; the catalogue's box holds its records' boxes
+    assert csw.bbox == (-6.171, 44.792, 17.92, 68.41)
+
+
+def test_records_in_another_schema_or_without_identifier_are_left_out_and_the_count_kept():
+    iso = (CORPUS / "records" / "9250AA67-F3AC-6C12-0CB9-0662231AA181_iso.xml").read_bytes()
+    anonymous = (
+        b'<csw:SummaryRecord xmlns:csw="http://www.opengis.net/cat/csw/2.0.2"'
+        b' xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>No id</dc:title></csw:SummaryRecord>'
+    )
+    web = FakeWeb({RECORDS_URL: records_response("3", [iso, anonymous, CITE[0].read_bytes()])})
+    [csw] = detect(response(CSW_ENDPOINT, CSW_DOC), web.context(types=("CSW",)))
+    assert csw.extra == {"records": 3} and len(csw.datasets) == 1
+
+
+def test_only_the_first_page_of_records_is_listed():
+    many = [CITE[0].read_bytes().replace(b"19887a8a", f"{n:08x}".encode()) for n in range(FIRST_RECORDS + 5)]
+    web = FakeWeb({RECORDS_URL: records_response("100000", many)})
+    [csw] = detect(response(CSW_ENDPOINT, CSW_DOC), web.context(types=("CSW",)))
+    assert csw.extra == {"records": 100_000} and len(csw.datasets) == FIRST_RECORDS
 
 
 @pytest.mark.parametrize(
     ("answer", "reason"),
     [
-        (ConnectionFailed(url=HITS_URL), "(connection)"),
-        (HTTPStatusError(500, url=HITS_URL), "(http_status)"),
+        (ConnectionFailed(url=RECORDS_URL), "(connection)"),
+        (HTTPStatusError(500, url=RECORDS_URL), "(http_status)"),
         (EXCEPTION_DOC, "(ogc_exception)"),
         (b"<html>oops", "(malformed)"),
-        (hits_response("-1"), "numberOfRecordsMatched is '-1'"),
-        (hits_response("many"), "numberOfRecordsMatched is 'many'"),
+        (records_response("-1"), "numberOfRecordsMatched is '-1'"),
+        (records_response("many"), "numberOfRecordsMatched is 'many'"),
         (RSS_DOC, "root element 'rss' is none of GetRecordsResponse"),
     ],
 )
-def test_a_failed_hits_request_leaves_the_count_null_with_a_logged_reason(answer, reason, caplog):
-    web = FakeWeb({HITS_URL: answer})
+def test_a_failed_records_request_leaves_the_count_null_with_a_logged_reason(answer, reason, caplog):
+    web = FakeWeb({RECORDS_URL: answer})
     ctx = web.context(types=("CSW",))
     with caplog.at_level(logging.INFO, logger="geoweb.detect.ogc"):
         [csw] = detect(response(CSW_ENDPOINT, CSW_DOC), ctx)
-    assert csw.extra == {"records": None}
-    assert "records not counted" in caplog.text
+    assert csw.extra == {"records": None} and csw.datasets == [] and csw.bbox is None
+    assert "records not listed" in caplog.text
     assert reason in caplog.text
-    assert ctx.stats["ogc/csw_hits_miss"] == 1
+    assert ctx.stats["ogc/csw_records_miss"] == 1

@@ -16,16 +16,15 @@ from typing import Any
 from urllib.parse import urlencode
 
 from lxml import etree
-from owslib import ows
 from owslib.catalogue.csw2 import CswRecord
 from owslib.iso import MD_Metadata
 
 from geoweb.connectors.base import ConfigError, Connector, ConnectorError
 from geoweb.connectors.syncfetch import SyncFetcher
-from geoweb.detect.ogc.common import OGCExceptionReport, lat_first, listed_bbox, with_query
-from geoweb.detect.ogc.csw import search_results
+from geoweb.detect.ogc.common import OGCExceptionReport, listed_bbox, wgs84_box, with_query
+from geoweb.detect.ogc.csw import DC_RECORDS, search_results
 from geoweb.errors import GeowebError
-from geoweb.models import BBox, OnlineResource, Record, union_bbox
+from geoweb.models import OnlineResource, Record, union_bbox
 from geoweb.settings import Settings
 from geoweb.values import stripped, words
 from geoweb.xmlsafe import parse_xml
@@ -47,7 +46,6 @@ SCHEMAS = {
         ("apiso:Modified", 'xmlns:apiso="http://www.opengis.net/cat/csw/apiso/1.0"'),
     ),
 }
-DC_RECORDS = frozenset({"Record", "SummaryRecord", "BriefRecord"})
 ISO_RECORDS = frozenset({"MD_Metadata", "MI_Metadata"})
 
 # Small page sizes and short timeouts are the classic harvest failures: catalogues answer slowly.
@@ -72,15 +70,6 @@ def parse_time(value: str | None) -> datetime | None:
 # the elements of the hardened tree; what they hold is read null-safe here.
 
 
-def _wgs84_box(box: ows.BoundingBox | None) -> BBox | None:
-    """An OWSLib bounding box (axes already in x/y order) as a WGS84 box; None in a CRS that is not WGS84."""
-    if box is None:
-        return None
-    if not isinstance(box, ows.WGS84BoundingBox) and lat_first(getattr(box.crs, "id", None)) is None:
-        return None
-    return listed_bbox((box.minx, box.miny, box.maxx, box.maxy))
-
-
 def dc_record(elem: etree._Element, source: str) -> Record | None:
     """A ``csw:Record`` (or Summary/BriefRecord) as a Record; None without an identifier."""
     record = CswRecord(elem)
@@ -96,7 +85,7 @@ def dc_record(elem: etree._Element, source: str) -> Record | None:
         title=stripped(record.title),
         abstract=stripped(record.abstract),
         keywords=words(record.subjects),
-        bbox=union_bbox((_wgs84_box(record.bbox), _wgs84_box(record.bbox_wgs84))),
+        bbox=union_bbox((wgs84_box(record.bbox), wgs84_box(record.bbox_wgs84))),
         modified=parse_time(stripped(record.modified) or stripped(record.date)),
         links=links,
         extra={"schema": "dc", "type": stripped(record.type),

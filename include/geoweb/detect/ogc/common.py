@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 from lxml import etree
+from owslib import ows
 
 from geoweb.detect.base import DetectContext
 from geoweb.errors import GeowebError
@@ -148,6 +149,15 @@ def listed_bbox(values: Iterable[object]) -> BBox | None:
     """A lon/lat box from its four numbers (or their texts), west, south, east, north."""
     numbers = _numbers(" ".join("" if v is None else str(v) for v in values), 4)
     return checked_bbox(*numbers) if numbers else None
+
+
+def wgs84_box(box: ows.BoundingBox | None) -> BBox | None:
+    """An OWSLib bounding box (axes already in x/y order) as a WGS84 box; None in a CRS that is not WGS84."""
+    if box is None:
+        return None
+    if not isinstance(box, ows.WGS84BoundingBox) and lat_first(getattr(box.crs, "id", None)) is None:
+        return None
+    return listed_bbox((box.minx, box.miny, box.maxx, box.maxy))
 
 
 def corner_bbox(lower: str | None, upper: str | None, *, lat_first: bool) -> BBox | None:
