@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from geoweb.geohub.query import Box, SearchQuery
+from geoweb.geohub.query import DEFAULT_LIMIT, Box, SearchQuery
 from geoweb.models import ResourceStatus
 
 WORDS = "websearch_to_tsquery('english', %(text)s)"
@@ -150,9 +150,10 @@ def _levels(query: SearchQuery) -> str:
     if query.level is None:
         return _LEVELS.format(count=_COUNT, rows="counted")
     rows = "(SELECT level FROM candidates WHERE in_box) boxed"
-    if query.run is not None and replace(query, run=None, level=None, limit=1, offset=0) == SearchQuery(
-        limit=1
-    ):
+    nothing_but_the_run = replace(query, level=None, limit=DEFAULT_LIMIT, offset=0) == SearchQuery(
+        run=query.run
+    )
+    if query.run is not None and nothing_but_the_run:
         rows = "(SELECT level FROM run_resources WHERE run_id = %(run)s) sightings"
     return _LEVELS.format(count="count(*)", rows=rows)
 
