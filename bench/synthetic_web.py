@@ -7,7 +7,7 @@ hosts; a spanning tree guarantees that a breadth-first crawl from each host's ro
 disallows ``/private/``, which some pages link to. Generation is deterministic for a given ``WebSpec``.
 
 The services-heavy variant (``services``, a share of pages) links capabilities documents from that share of
-pages: every real document the project tests with (shared corpus, tests/data/capabilities,
+pages: every real document the project tests with (tests/data/corpus, tests/data/capabilities,
 tests/conformance/documents) and a large synthetic WMS (the layers of the largest corpus WMS repeated), each
 link a URL of its own (``/capabilities/<file>?copy=<n>``), so every one is fetched and validated.
 
@@ -42,7 +42,7 @@ PRIVATE_DIR = "/private/"
 CAPABILITIES_DIR = "/capabilities/"
 # the real capabilities documents the services-heavy variant serves, wherever they are present
 CAPABILITIES_SOURCES = (
-    REPO.parent / "shared" / "corpus" / "capabilities",
+    REPO / "tests" / "data" / "corpus" / "capabilities",
     REPO / "tests" / "data" / "capabilities",
     REPO / "tests" / "conformance" / "documents",
 )

@@ -54,7 +54,7 @@ RUN = VAR / "run"  # pid files
 MANIFEST = VAR / "manifest.json"
 BUILD_STAMP = VAR / "build.sha256"
 SERVER_VENV = REPO / ".venv-testweb"
-CORPUS = REPO / ".." / "shared" / "corpus"
+CORPUS = REPO / "tests" / "data" / "corpus"
 MAIN_PYTHON = Path(sys.executable)
 
 

@@ -31,14 +31,12 @@ from geoweb.errors import HTTPStatusError
 from geoweb.fetch.response import Response
 from geoweb.models import OGC_TYPES
 from geoweb.settings import Settings
+from tests.data.corpus import CAPABILITIES, CORPUS
 
 REPO = Path(__file__).resolve().parents[2]
-CORPUS = REPO / ".." / "shared" / "corpus" / "capabilities"
 # documents captured from the local test web, and documents written in the shape of public servers' answers
 INDEXED = (REPO / "tests" / "data" / "capabilities", Path(__file__).parent / "documents")
 URL = "http://example.org/ows"
-
-pytestmark = pytest.mark.corpus
 
 OWS11 = b'"http://www.opengis.net/ows/1.1"'
 WCS11_NS = b'"http://www.opengis.net/wcs/1.1"'
@@ -46,20 +44,15 @@ WCS111_NS = b'"http://www.opengis.net/wcs/1.1.1"'
 
 
 def capabilities_cases() -> list[tuple[str, Path, str, str]]:
-    """(id, file, type, version) of the shared corpus (its README table), of the documents captured from the
-    local test web and of the documents written here (each folder's index.json), where each exists."""
-    cases = []
-    readme = CORPUS.parent / "README.md"
-    if readme.is_file():
-        rows = re.findall(r"^\| (\S+\.xml) \| (\w+) \| ([\d.]+)", readme.read_text(), re.M)
-        cases += [(f"corpus/{f}", CORPUS / f, t, v) for f, t, v in rows]
+    """(id, file, type, version) of the corpus (its README table), of the documents captured from the local
+    test web and of the documents written here (each folder's index.json)."""
+    rows = re.findall(r"^\| (\S+\.xml) \| (\w+) \| ([\d.]+)", (CORPUS / "README.md").read_text(), re.M)
+    cases = [(f"corpus/{f}", CAPABILITIES / f, t, v) for f, t, v in rows]
     for folder in INDEXED:
-        index = folder / "index.json"
-        if index.is_file():
-            cases += [
-                (f"{folder.name}/{e['file']}", folder / e["file"], e["type"], e["version"])
-                for e in json.loads(index.read_text())
-            ]
+        cases += [
+            (f"{folder.name}/{e['file']}", folder / e["file"], e["type"], e["version"])
+            for e in json.loads((folder / "index.json").read_text())
+        ]
     return cases
 
 
@@ -167,7 +160,6 @@ def _stripped(value: str | None) -> str | None:
     return value.strip() or None if value else None
 
 
-@pytest.mark.skipif(not CASES, reason=f"no capabilities documents: shared corpus absent at {CORPUS}")
 @pytest.mark.parametrize("case", CASES)
 def test_crawl_reads_type_version_and_what_owslib_reads(case):
     path, kind, version = case

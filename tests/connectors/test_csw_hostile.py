@@ -10,7 +10,6 @@ import logging
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from html import escape
-from pathlib import Path
 
 import pytest
 from aiohttp import web
@@ -21,9 +20,9 @@ from geoweb.harvest.catalogue import catalogue_seeds, harvest_catalogue
 from geoweb.models import Record
 from geoweb.store import Store
 from geoweb.xmlsafe import parse_xml
+from tests.data.corpus import RECORDS
 from tests.standins.server import Standin
 
-CORPUS = Path(__file__).parents[2] / ".." / "shared" / "corpus" / "records"
 PAGE = """<?xml version="1.0" encoding="UTF-8"?>
 <csw:GetRecordsResponse xmlns:csw="http://www.opengis.net/cat/csw/2.0.2" xmlns:dc="http://purl.org/dc/elements/1.1/"
     xmlns:dct="http://purl.org/dc/terms/" xmlns:ows="http://www.opengis.net/ows" version="2.0.2">
@@ -274,23 +273,20 @@ def test_records_in_two_catalogues_are_one_record_and_one_seed(store):
         assert len(shared_seeds) == 3 and {seeds[u] for u in shared_seeds} <= {a.endpoint, b.endpoint}
 
 
-@pytest.mark.corpus
 def test_real_iso_records_give_identifiers_boxes_and_service_links():
-    if not CORPUS.is_dir():
-        pytest.skip(f"shared corpus absent at {CORPUS}")
-    page = parse_page((CORPUS / "inspire-getrecords-response.xml").read_bytes(), "inspire", 83, False)
+    page = parse_page((RECORDS / "inspire-getrecords-response.xml").read_bytes(), "inspire", 83, False)
     assert (page.matched, page.returned, page.next_record) == (216, 2, 85) and not page.last
     wms, csw = page.records
     assert wms.identifier == "8dad9c98-0512-4845-a2bf-3ace1c93df6f" and wms.extra["service_type"] == "view"
     assert {link.protocol for link in wms.links} == {"OGC:WMS"}  # contacts' web sites are not links
     assert csw.bbox == pytest.approx((9.53357, 46.40749, 17.16639, 49.01875))
-    root = parse_xml((CORPUS / "csw_dov_getrecordbyid.xml").read_bytes())
+    root = parse_xml((RECORDS / "csw_dov_getrecordbyid.xml").read_bytes())
     record = iso_record(root.find("{*}MD_Metadata"), "dov")
     assert record.modified == datetime(2018, 2, 21, 16, 14, 24, tzinfo=UTC)
     assert ("OGC:WFS", "https://www.dov.vlaanderen.be/geoserver/wfs?") in {
         (x.protocol, x.url) for x in record.links
     }
-    service = iso_record(parse_xml((CORPUS / "iso19139_srv.xml").read_bytes()), "bayern")
+    service = iso_record(parse_xml((RECORDS / "iso19139_srv.xml").read_bytes()), "bayern")
     # a service's operations repeat its endpoint: one link
     assert [x.url for x in service.links].count(
         "https://geoservices.bayern.de/wfs/v1/ogc_alkis_ave.cgi?"

@@ -11,10 +11,10 @@ from owslib.wcs import WebCoverageService
 from owslib.wfs import WebFeatureService
 
 from geoweb.detect.ogc import read_capabilities
+from tests.data.corpus import CAPABILITIES
 
 REPO = Path(__file__).resolve().parents[2]
 CAPTURED = REPO / "tests" / "data" / "capabilities"
-CORPUS = REPO / ".." / "shared" / "corpus" / "capabilities"
 URL = "http://h/ows"
 
 
@@ -36,10 +36,7 @@ def test_wfs_1_0_keywords_are_split_and_the_service_name_is_no_provider():
 
 
 def test_wfs_1_0_lat_long_boxes_are_taken_as_written():
-    path = CORPUS / "wfs_dov_getcapabilities_100_nometadata.xml"
-    if not path.is_file():
-        pytest.skip(f"shared corpus absent at {CORPUS}")
-    body = path.read_bytes()
+    body = (CAPABILITIES / "wfs_dov_getcapabilities_100_nometadata.xml").read_bytes()
     [theirs] = owslib(WebFeatureService, "1.0.0", body).contents.values()
     # OWSLib reprojects the degrees as if they were Belgian Lambert metres: a box of a few metres
     assert theirs.boundingBoxWGS84[2] - theirs.boundingBoxWGS84[0] < 0.001

@@ -16,7 +16,7 @@ from geoweb.errors import ConnectionFailed, HTTPStatusError
 from geoweb.fetch.response import Response
 from geoweb.models import OGC_TYPES
 from geoweb.settings import Settings
-from stack.layout import REPO
+from tests.data import corpus
 
 OWS = 'xmlns:ows="http://www.opengis.net/ows/1.1" xmlns:xlink="http://www.w3.org/1999/xlink"'
 GET = b'<DCPType><HTTP><Get><OnlineResource xmlns:xlink="http://www.w3.org/1999/xlink" xlink:href="http://h/"/></Get></HTTP>'
@@ -254,14 +254,13 @@ def test_truncated_body_is_not_parsed_but_the_probe_recovers_it():
 # --- CSW: the number of records and the first of them from one GetRecords request -----------------------
 
 CSW_ENDPOINT = "http://h/pycsw/csw.py"
-CORPUS = REPO / ".." / "shared" / "corpus"
 RECORDS_URL = (
     f"{CSW_ENDPOINT}?service=CSW&version=2.0.2&request=GetRecords&typeNames=csw%3ARecord"
     "&namespace=xmlns%28csw%3Dhttp%3A%2F%2Fwww.opengis.net%2Fcat%2Fcsw%2F2.0.2%29&resultType=results"
     f"&elementSetName=summary&maxRecords={FIRST_RECORDS}"
 )
-# The 12 Dublin Core records of the OGC CITE test data (../shared/corpus/records/cite, its README)
-CITE = sorted((CORPUS / "records" / "cite").glob("Record_*.xml"))
+# The 12 Dublin Core records of the OGC CITE test data (tests/data/corpus/records/cite, its README)
+CITE = sorted(corpus.CITE.glob("Record_*.xml"))
 
 
 def records_response(matched: str, records: list[bytes] = ()) -> bytes:
@@ -294,7 +293,7 @@ def test_a_csw_s_first_records_are_its_datasets_and_its_footprint_theirs():
 
 
 def test_records_in_another_schema_or_without_identifier_are_left_out_and_the_count_kept():
-    iso = (CORPUS / "records" / "9250AA67-F3AC-6C12-0CB9-0662231AA181_iso.xml").read_bytes()
+    iso = (corpus.RECORDS / "9250AA67-F3AC-6C12-0CB9-0662231AA181_iso.xml").read_bytes()
     anonymous = (
         b'<csw:SummaryRecord xmlns:csw="http://www.opengis.net/cat/csw/2.0.2"'
         b' xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>No id</dc:title></csw:SummaryRecord>'

@@ -17,6 +17,7 @@ from geoweb.fetch import Fetcher
 from geoweb.models import OGC_TYPES
 from geoweb.settings import Settings
 from geoweb.ziputil import TAIL_BYTES, list_members
+from tests.data.corpus import RECORDS as RECORDS_CORPUS
 from tests.data.files.make_fixtures import (
     MB,
     LoopbackFetch,
@@ -227,7 +228,6 @@ def test_complete_body_over_the_download_cap_goes_by_range(tmp_path):
 # --- titles from a metadata member (tests/data/files/shapefile/README.md) ------------------------------------
 
 RECORDS = Path(__file__).resolve().parents[1] / "data" / "files" / "shapefile"
-CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "records"
 ESRI_METADATA = (
     b'<?xml version="1.0"?><metadata xml:lang="en"><Esri><ArcGISFormat>1.0</ArcGISFormat></Esri>'
     b"<dataIdInfo><idCitation><resTitle>Study area box</resTitle></idCitation>"
@@ -254,18 +254,14 @@ def box(tmp_path_factory):
          SINKHOLES_ABSTRACT),  # ISO 19139
         ("box.xml", (RECORDS / "springs_iso19115-3.xml").read_bytes(), "Sources karstiques protégées - Série",
          "Cette collection de données comprend les zones de protection"),  # ISO 19115-3
-        pytest.param("box.shp.xml", CORPUS / "9250AA67-F3AC-6C12-0CB9-0662231AA181_iso.xml", "ALLSPECIES",
-                     "272 Categorized Initiatives", marks=pytest.mark.corpus),  # a real ISO 19139 record
+        ("box.shp.xml", (RECORDS_CORPUS / "9250AA67-F3AC-6C12-0CB9-0662231AA181_iso.xml").read_bytes(),
+         "ALLSPECIES", "272 Categorized Initiatives"),  # a real ISO 19139 record
         ("BOX.SHP.XML", ESRI_METADATA, "Study area box", "The box of the 2014 survey."),  # ArcGIS's own format
         ("box.shp.xml", b"<html><body>metadata</body></html>", None, None),  # no known record
         ("box.shp.xml", b'<!DOCTYPE m [<!ENTITY a "aaaa">]><metadata>&a;</metadata>', None, None),  # refused
     ],
 )  # fmt: skip
 def test_the_title_comes_from_the_metadata_member(tmp_path, box, member, metadata, title, abstract):
-    if isinstance(metadata, Path):  # a record of the shared corpus
-        if not metadata.is_file():
-            pytest.skip(f"shared corpus absent at {CORPUS}")
-        metadata = metadata.read_bytes()
     archive = zip_bytes(box | {member: metadata})
     padded = tmp_path / "box.zip"
     padded.write_bytes(
