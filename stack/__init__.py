@@ -3,7 +3,8 @@ pygeoapi), and Airflow with Celery workers.
 
 ``python -m stack start|stop|status [postgres|redis|catalogue|airflow|workers]`` from the repository root;
 ``python -m stack.demo`` crawls the local test web through it. Everything it creates lives under
-``var/stack/``; every component listens on loopback only.
+``var/stack/`` but PostgreSQL's cluster and log, which the ``postgres`` user must reach (``layout.PG_HOME``);
+every component listens on loopback only.
 
 ``layout`` (paths, ports, DSNs), one module per component (``postgres``, ``redis``, ``catalogue``,
 ``airflow``, ``workers``), ``supervisor`` (processes with pid files and process groups, shared with the test

@@ -20,7 +20,7 @@ from geoweb.store import Store
 from stack.airflow import MAIN_DAG
 from stack.airflow_api import ADMIN, AirflowClient, AirflowError, admin_password
 from stack.catalogue import PUBLIC_URL as CATALOGUE
-from stack.layout import API_URL, GEOWEB_DB, REPO
+from stack.layout import API_URL, GEOWEB_DB, PG_LOG, REPO
 from testweb import catalogue
 
 MANIFEST = REPO / "var" / "testweb" / "manifest.json"
@@ -102,7 +102,8 @@ Where to look (everything keeps running):
                {CATALOGUE}/records   OGC API - Records
                {access}
   PostGIS      psql {GEOWEB_DB}   (tables resources, datasets, crawl_runs, crawl_levels)
-  logs         var/stack/logs (services), var/stack/airflow/logs (tasks), var/testweb/logs (test web)
+  logs         var/stack/logs (services), {PG_LOG} (PostgreSQL),
+               var/stack/airflow/logs (tasks), var/testweb/logs (test web)
   stop it all  make stop""")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -11,7 +12,12 @@ LOGS = VAR / "logs"
 
 PG_VERSION = "15"  # Debian 12's PostgreSQL
 PG_BIN = Path("/usr/lib/postgresql") / PG_VERSION / "bin"
-PG_DATA = VAR / "pg"
+# The cluster lives where the postgres user can reach it whatever the clone's folder allows (a clone under
+# /root is out of its reach): one folder per clone, named by a hash of the clone's path.
+PG_HOME = Path("/var/lib/geoweb") / hashlib.sha256(str(REPO).encode()).hexdigest()[:12]
+PG_DATA = PG_HOME / "pg"
+PG_LOG = PG_HOME / "postgres.log"
+PG_DATA_IN_CLONE = VAR / "pg"  # a cluster found here is moved to PG_DATA when the stack starts
 PG_PORT = 15432
 REDIS_PORT = 16379
 

@@ -1,4 +1,5 @@
-"""PostgreSQL with PostGIS: one cluster under var/stack/pg with the ``geoweb`` and ``airflow`` databases."""
+"""PostgreSQL with PostGIS: one cluster with the ``geoweb`` and ``airflow`` databases, in a folder of the clone's
+own that the ``postgres`` user can reach (``layout.PG_HOME``, outside the clone)."""
 
 from __future__ import annotations
 
@@ -8,20 +9,42 @@ import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import psycopg2
 
-from stack.layout import AIRFLOW_DB, GEOWEB_DB, LOGS, PG_BIN, PG_DATA, PG_PORT
+from stack.layout import (
+    AIRFLOW_DB,
+    GEOWEB_DB,
+    PG_BIN,
+    PG_DATA,
+    PG_DATA_IN_CLONE,
+    PG_HOME,
+    PG_LOG,
+    PG_PORT,
+    REPO,
+)
 
 DATABASES = ((GEOWEB_DB, True), (AIRFLOW_DB, False))  # each DSN names database, owner and password; PostGIS
 # The cluster trusts loopback connections, so its superuser needs no password (local tests and benchmarks).
 SUPERUSER_DSN = f"host=127.0.0.1 port={PG_PORT} user=postgres"
 
 
+class PostgresError(RuntimeError):
+    """A PostgreSQL command failed; the message is one line with what it wrote to stderr."""
+
+
 def _as_postgres(*command: str, check: bool = True, **kwargs) -> subprocess.CompletedProcess:
-    """Run a command as the ``postgres`` system user: PostgreSQL refuses to run as root."""
-    return subprocess.run(["runuser", "-u", "postgres", "--", *command], check=check, text=True, **kwargs)
+    """Run a command as the ``postgres`` system user: PostgreSQL refuses to run as root. It runs in / since
+    the current folder may be out of that user's reach."""
+    try:
+        return subprocess.run(
+            ["runuser", "-u", "postgres", "--", *command], check=check, text=True, cwd="/", **kwargs
+        )
+    except subprocess.CalledProcessError as exc:
+        said = " ".join((exc.stderr or exc.stdout or "").split()) or "no output"
+        raise PostgresError(f"{Path(command[0]).name} exited with {exc.returncode}: {said}") from exc
 
 
 def _psql(sql: str, database: str = "postgres") -> str:
@@ -80,27 +103,44 @@ def running() -> bool:
     return ready.returncode == 0
 
 
+def _prepare_home() -> None:
+    """PG_HOME owned by postgres, with a note of the clone it serves; a cluster in the clone moves into it."""
+    try:
+        PG_HOME.parent.mkdir(parents=True, exist_ok=True)
+        PG_HOME.mkdir(mode=0o700, exist_ok=True)
+        shutil.chown(PG_HOME, "postgres", "postgres")
+        (PG_HOME / "clone").write_text(f"{REPO}\n")
+    except (OSError, LookupError) as exc:
+        raise PostgresError(
+            f"cannot prepare {PG_HOME} for the postgres user ({exc}): run the stack as root"
+        ) from exc
+    if (PG_DATA_IN_CLONE / "PG_VERSION").exists() and not PG_DATA.exists():
+        moved = subprocess.run(["mv", str(PG_DATA_IN_CLONE), str(PG_DATA)], capture_output=True, text=True)
+        if moved.returncode != 0:  # mv as root keeps the files' owner, postgres, across file systems
+            raise PostgresError(
+                f"cannot move {PG_DATA_IN_CLONE} to {PG_DATA}: {' '.join(moved.stderr.split())}"
+            )
+    if _as_postgres("test", "-w", str(PG_HOME), check=False).returncode != 0:
+        raise PostgresError(f"the postgres user cannot write {PG_HOME}: let it through every folder above it")
+
+
 def start() -> None:
     if running():
         return
-    PG_DATA.parent.mkdir(parents=True, exist_ok=True)
-    LOGS.mkdir(parents=True, exist_ok=True)
-    shutil.chown(LOGS, "postgres")
+    _prepare_home()
     if not (PG_DATA / "PG_VERSION").exists():
-        PG_DATA.mkdir(parents=True, exist_ok=True)
-        shutil.chown(PG_DATA, "postgres")
         _as_postgres(str(PG_BIN / "initdb"), "-D", str(PG_DATA), "-U", "postgres", "--auth=trust",
                      "-E", "UTF8", "--locale=C.UTF-8", capture_output=True)  # fmt: skip
     options = (
         f"-p {PG_PORT} -c listen_addresses=127.0.0.1 -c max_connections=200"
         f" -c shared_buffers={SHARED_BUFFERS} -k /tmp"
     )
-    _as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(PG_DATA), "-l", str(LOGS / "postgres.log"), "-o", options,
+    _as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(PG_DATA), "-l", str(PG_LOG), "-o", options,
                  "-w", "start", capture_output=True)  # fmt: skip
     deadline = time.monotonic() + 30
     while not running():
         if time.monotonic() > deadline:
-            raise RuntimeError(f"PostgreSQL did not start; see {LOGS / 'postgres.log'}")
+            raise PostgresError(f"PostgreSQL did not start; see {PG_LOG}")
         time.sleep(0.2)
     _create_databases()
 
@@ -118,9 +158,10 @@ def _create_databases() -> None:
 
 
 def stop() -> None:
-    if (PG_DATA / "postmaster.pid").exists():
-        _as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(PG_DATA), "-m", "fast", "-w", "stop",
-                     check=False, capture_output=True)  # fmt: skip
+    for data in (PG_DATA, PG_DATA_IN_CLONE):  # a cluster started in the clone runs there until stopped
+        if (data / "postmaster.pid").exists():
+            _as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop",
+                         check=False, capture_output=True)  # fmt: skip
 
 
 def status() -> str:
