@@ -8,7 +8,6 @@ import socket
 
 import pytest
 
-from geoweb.detect.ogc.common import InvalidCapabilities
 from geoweb.errors import GeowebError
 from geoweb.models import OGC_TYPES
 from geoweb.settings import MB
@@ -52,7 +51,8 @@ DEEP = (
 
 # body -> the logged reason; each is served at a plain URL and must yield nothing.
 HOSTILE = {
-    "malformed": (WMS_OPEN + b"unclosed", "not well-formed"),
+    # cut in its root's start tag: nothing to read (cut later, it is a sloppy service: tests/conformance)
+    "malformed": (b'<WMT_MS_Capabilities version="1.1.1', "not well-formed"),
     "binary junk": (b"\x00\xff\xfe\x00garbage\x00" * 100, "not well-formed"),
     "billion laughs": (BILLION_LAUGHS, "rejected"),
     "external entity file": (PASSWD_ENTITY, "DOCTYPE declares entities (x)"),
@@ -86,7 +86,6 @@ HOSTILE = {
         b'<WFS_Capabilities xmlns="http://example.com/wfs"/>',
         "no capabilities root",
     ),
-    "WMS 1.3 root, no namespace": (b'<WMS_Capabilities version="1.3.0"/>', "no capabilities root"),
     "CSW 2.0 namespace": (
         b'<csw:Capabilities xmlns:csw="http://www.opengis.net/cat/csw/2.0"/>',
         "no capabilities root",
@@ -153,8 +152,8 @@ def owslib_calls(monkeypatch) -> list[str]:
 def test_a_sound_document_does_reach_owslib(owslib_calls):
     from geoweb.detect.ogc import read_capabilities
 
-    with pytest.raises(InvalidCapabilities, match="WebMapService was called"):
-        read_capabilities(wms_with_doctype(b"", b"t"), "http://h/ows")
+    resource = read_capabilities(wms_with_doctype(b"", b"t"), "http://h/ows")
+    assert "WebMapService was called" in resource.owslib_error
     assert owslib_calls == ["WebMapService"]
 
 
@@ -162,10 +161,9 @@ def test_a_sound_document_does_reach_owslib(owslib_calls):
 def test_hostile_documents_never_reach_owslib(name, owslib_calls):
     from geoweb.detect.ogc import read_capabilities
 
-    with pytest.raises(GeowebError) as raised:
+    with pytest.raises(GeowebError):
         read_capabilities(HOSTILE[name][0], "http://h/ows")
-    assert owslib_calls == []
-    assert not isinstance(raised.value, InvalidCapabilities)  # refused before any reader ran
+    assert owslib_calls == []  # refused before any reader ran
 
 
 @pytest.fixture

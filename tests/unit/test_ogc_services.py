@@ -4,8 +4,7 @@ corrections) of the versions the real corpus lacks, from small documents written
 import pytest
 
 from geoweb.detect.ogc import SERVICES, classify, read_capabilities
-from geoweb.detect.ogc.common import InvalidCapabilities
-from geoweb.models import OGC_TYPES
+from geoweb.models import OGC_TYPES, Conformance
 from geoweb.xmlsafe import parse_xml
 
 URL = "http://h/ows"
@@ -65,11 +64,12 @@ ROOTS = [
 
 @pytest.mark.parametrize(("root", "kind", "version"), ROOTS)
 def test_every_root_and_version(root, kind, version):
-    service, found = classify(parse_xml(f"<{root}/>".encode()))
-    assert (service.name, found) == (kind, version)
+    service, found, defects = classify(parse_xml(f"<{root}/>".encode()))
+    assert (service.name, found, defects) == (kind, version, [])
 
 
-# Empty documents OWSLib still reads: its WPS, WFS 1.1 and OWS Common (CSW) readers are null-safe.
+# Empty documents OWSLib still reads: its WPS, WFS 1.1 and OWS Common (CSW) readers are null-safe. An empty
+# document is a service all the same, identified by its root, with its sections named as missing.
 READABLE_EMPTY = {("WPS", v) for v in ("1.0.0", "0.4.0", "2.0.0")} | {
     ("WFS", "1.1.0"),
     ("WFS", None),  # read as 1.1.0: no 1.0 Service section
@@ -79,18 +79,15 @@ READABLE_EMPTY = {("WPS", v) for v in ("1.0.0", "0.4.0", "2.0.0")} | {
 
 
 @pytest.mark.parametrize(("root", "kind", "version"), ROOTS)
-def test_an_empty_document_is_valid_only_where_owslib_reads_it(root, kind, version):
+def test_an_empty_document_is_identified_and_owslib_read_it_only_where_it_can(root, kind, version):
+    resource = read(f"<{root}/>")
+    assert (resource.type, resource.version, resource.datasets, resource.bbox) == (kind, version, [], None)
+    assert resource.conformance == Conformance.IDENTIFIED
+    assert resource.defects and all(d.startswith("no ") and d.endswith(" section") for d in resource.defects)
     if (kind, version) in READABLE_EMPTY:
-        resource = read(f"<{root}/>")
-        assert (resource.type, resource.version, resource.datasets, resource.bbox) == (
-            kind,
-            version,
-            [],
-            None,
-        )
-        return
-    with pytest.raises(InvalidCapabilities, match=f"OWSLib's {kind} reader cannot read it: "):
-        read(f"<{root}/>")
+        assert resource.owslib_error is None
+    else:
+        assert resource.owslib_error.startswith(f"OWSLib's {kind} reader cannot read it: ")
 
 
 def test_wms_named_layers_nested_inherited_and_unique():

@@ -13,6 +13,7 @@ from geoweb.models.resources import (
     OGCAPI_TYPES,
     STAC_TYPES,
     BBox,
+    Conformance,
     Dataset,
     Resource,
     ResourceStatus,
@@ -23,7 +24,8 @@ from geoweb.models.revisit import CheckOutcome, CheckResult, Due, ScheduleState,
 
 __all__ = [
     "ALL_TYPES", "ARCGIS_TYPES", "DATASET_FIELDS", "FILE_TYPES", "OGCAPI_TYPES", "OGC_TYPES", "STAC_TYPES",
-    "BBox", "CheckOutcome", "CheckResult", "Dataset", "Due", "LevelStats", "Link", "OnlineResource", "Page",
-    "Record", "RecordStatus", "RecordedLink", "Resource", "ResourceStatus", "RunStatus", "Scene",
-    "ScheduleState", "ScheduleStatus", "SourceStatus", "URLStatus", "sha256", "union_bbox",
+    "BBox", "CheckOutcome", "CheckResult", "Conformance", "Dataset", "Due", "LevelStats", "Link",
+    "OnlineResource", "Page", "Record", "RecordStatus", "RecordedLink", "Resource", "ResourceStatus",
+    "RunStatus", "Scene", "ScheduleState", "ScheduleStatus", "SourceStatus", "URLStatus", "sha256",
+    "union_bbox",
 ]  # fmt: skip

@@ -30,6 +30,15 @@ class ResourceStatus(StrEnum):
     DEAD = "dead"  # failed checks in a row made it dead (``revisit.schedule``)
 
 
+class Conformance(StrEnum):
+    """How well an OGC capabilities document follows its standard. Its root, namespace and version decide
+    that it is a service; OWSLib, whether it is a conformant one."""
+
+    CONFORMANT = "conformant"  # OWSLib reads it whole, and no defect was found
+    READABLE = "readable"  # read, with its defects named: a title or datasets came out of it
+    IDENTIFIED = "identified"  # its type and version, nothing more could be read
+
+
 @dataclass(slots=True)
 class Dataset:
     """A layer, feature type, coverage, process, offering or file content inside a resource."""
@@ -60,6 +69,11 @@ class Resource:
     bbox: BBox | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     content_sha256: str | None = None  # of the document that proved it: revisits compare it to see changes
+    # OGC capabilities only (None elsewhere): the level, the defects found in the document, OWSLib's reason
+    # where its reader failed.
+    conformance: Conformance | None = None
+    defects: list[str] = field(default_factory=list)
+    owslib_error: str | None = None
     # Filled in by the crawl, not by detectors.
     level: int | None = None
     source_page: str | None = None
@@ -84,6 +98,9 @@ class Resource:
             "datasets": len(self.datasets),
             "bbox": list(self.bbox) if self.bbox else None,
             "extra": self.extra,
+            "conformance": self.conformance,
+            "defects": self.defects,
+            "owslib_error": self.owslib_error,
             "discovered_at": self.discovered_at,
             # last, because the JSON-lines writer encodes it in batches; field by field, not asdict's deep copy:
             # 5 ms instead of 50 for 2,000 layers, on the crawl's loop

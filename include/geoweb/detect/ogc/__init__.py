@@ -1,12 +1,14 @@
 """OGC web services (WMS, WFS, WCS, WMTS, WPS, SOS, CSW) recognised by their capabilities documents.
 
-Classify cheaply, validate with OWSLib. ``sniff`` (``xmlsafe``) names the root element from its start tag
-(no tree, no DTD, no entities, no network); only a capabilities root or an exception report goes on to ``read_capabilities``,
-which parses the whole document with the hardened parser (hostile XML stops there), decides type and
-version from the root and its namespace, and hands the hardened tree to OWSLib's reader for that type and
-version: a document OWSLib cannot read is no valid service. ``adapter`` corrects OWSLib where it errs on
-real documents and completes it where it has no reader. The crawl runs ``read_capabilities`` in a process
-pool (``pool``), off its event loop.
+Classify cheaply, identify by the root, judge conformance with OWSLib. ``sniff`` (``xmlsafe``) names the
+root element from its start tag (no tree, no DTD, no entities, no network); only a capabilities root or an
+exception report goes on to ``read_capabilities``, which parses the whole document with the hardened parser
+(hostile XML stops there; sloppy XML is repaired and its defects named), decides type and version from the
+root, its namespace and version, and hands the tree to OWSLib's reader for that type and version. A
+document whose root says what it is, and that is no exception report, is a service: OWSLib decides how
+conformant it is (``Conformance``), and where OWSLib cannot read it, ``lenient`` reads what it can.
+``adapter`` corrects OWSLib where it errs on real documents and completes it where it has no reader. The
+crawl runs ``read_capabilities`` in a process pool (``pool``), off its event loop.
 
 One module per service type declares its capabilities roots (namespace, element) and its reader; a new
 service type is one module and one line in ``SERVICES``.
@@ -23,10 +25,9 @@ import warnings
 from lxml import etree
 
 from geoweb.detect.base import DetectContext, Detector
-from geoweb.detect.ogc import csw, sos, wcs, wfs, wms, wmts, wps
+from geoweb.detect.ogc import csw, lenient, sos, wcs, wfs, wms, wmts, wps
 from geoweb.detect.ogc.common import (
     EXCEPTION_ROOTS,
-    InvalidCapabilities,
     NotCapabilities,
     OGCExceptionReport,
     Root,
@@ -40,9 +41,9 @@ from geoweb.detect.ogc.common import (
 from geoweb.detect.ogc.pool import ValidationCrashed, ValidationMemory, ValidationTimeout, validation_pool
 from geoweb.errors import GeowebError, MalformedContent, UnsafeContent
 from geoweb.fetch.response import Response
-from geoweb.models import OGC_TYPES, Resource, sha256, union_bbox
+from geoweb.models import OGC_TYPES, Conformance, Resource, sha256, union_bbox
 from geoweb.settings import Settings
-from geoweb.xmlsafe import DEFAULT_MAX_BYTES, looks_like_xml, parse_xml, sniff
+from geoweb.xmlsafe import DEFAULT_MAX_BYTES, looks_like_xml, parse_xml_leniently, sniff
 
 log = logging.getLogger(__name__)
 
@@ -57,36 +58,61 @@ SERVICES: tuple[ServiceType, ...] = (
 )
 _BY_ROOT = {root: service for service in SERVICES for root in service.roots}
 _BY_TYPE = {service.name: service for service in SERVICES}
-# what becomes of a document with a capabilities root that OWSLib cannot read, or not within the pool's bounds
-VALIDATION_MISSES = (InvalidCapabilities, ValidationTimeout, ValidationMemory, ValidationCrashed)
+# Roots written without their namespace, by local names that only one service type uses ("Capabilities" is
+# everyone's).
+_SERVICES_BY_LOCAL_NAME = {
+    name: {s.name for (_, n), s in _BY_ROOT.items() if n == name} for _, name in _BY_ROOT
+}
+_BY_LOCAL_NAME = {
+    name: _BY_TYPE[next(iter(names))] for name, names in _SERVICES_BY_LOCAL_NAME.items() if len(names) == 1
+}
+# what becomes of a document with a capabilities root that could not be read within the pool's bounds
+VALIDATION_MISSES = (ValidationTimeout, ValidationMemory, ValidationCrashed)
 
 
 def worth_reading(root: Root) -> bool:
     """Whether a root is a capabilities root or an OGC exception report, the documents worth a full read."""
-    return root in _BY_ROOT or root[1] in EXCEPTION_ROOTS
+    return root in _BY_ROOT or (root[0] is None and root[1] in _BY_LOCAL_NAME) or root[1] in EXCEPTION_ROOTS
 
 
-def classify(root: etree._Element) -> tuple[ServiceType, str | None]:
-    """The service type and version of a capabilities document, from its root element and namespace (the
-    version attribute wins over the one a namespace implies). Raises OGCExceptionReport for an exception
-    report, NotCapabilities for any other root."""
+def classify(root: etree._Element) -> tuple[ServiceType, str | None, list[str]]:
+    """The service type and version of a capabilities document, from its root element, namespace and
+    version attribute, and the defects found in them: a root without its namespace is known by a local name
+    only one type uses; a version attribute whose major and minor numbers contradict the namespace loses to it. Raises OGCExceptionReport for an exception report, NotCapabilities for any other
+    root."""
     qname = etree.QName(root)
     key = (qname.namespace, qname.localname)
-    service = _BY_ROOT.get(key)
-    if service is None:
-        raise exception_report(root) or NotCapabilities(f"root element {root.tag} is no capabilities root")
-    return service, (root.get("version") or "").strip() or service.roots[key]
+    service, implied, defects = _BY_ROOT.get(key), None, []
+    if service is not None:
+        implied = service.roots[key]
+    elif exception_report(root) is not None:
+        raise exception_report(root)
+    elif qname.namespace is None and qname.localname in _BY_LOCAL_NAME:
+        service = _BY_LOCAL_NAME[qname.localname]
+        defects.append(f"root element {qname.localname} without its namespace")
+    else:
+        raise NotCapabilities(f"root element {root.tag} is no capabilities root")
+    version = (root.get("version") or "").strip() or None
+    if version and implied and version.split(".")[:2] != implied.split(".")[:2]:
+        defects.append(f"version attribute {version} where the namespace says {implied}")
+        version = implied
+    return service, version or implied, defects
 
 
 def read_capabilities(body: bytes, url: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Resource:
-    """The service a capabilities document describes, as a resource at ``url``, as OWSLib reads it.
+    """The service a capabilities document describes, as a resource at ``url``, with its conformance.
 
-    Raises UnsafeContent or MalformedContent for XML that cannot be parsed safely (OWSLib never sees it),
-    OGCExceptionReport for an exception report, NotCapabilities for any other document and
-    InvalidCapabilities for a capabilities document OWSLib cannot read.
+    The document is repaired where it can be (``parse_xml_leniently``, decimal commas) and read by OWSLib;
+    where OWSLib fails, ``lenient.describe`` reads it. ``conformant``: OWSLib read it and no defect was
+    found; ``readable``: a title or datasets were read, the defects are named; ``identified``: type and
+    version alone. Raises UnsafeContent or MalformedContent for XML that cannot be parsed safely or at all
+    (OWSLib never sees it), OGCExceptionReport for an exception report and NotCapabilities for any other
+    document.
     """
-    root = parse_xml(body, max_bytes=max_bytes)
-    service, version = classify(root)
+    root, defects = parse_xml_leniently(body, max_bytes=max_bytes)
+    service, version, root_defects = classify(root)
+    defects += root_defects + lenient.missing_sections(root) + lenient.repair_decimal_commas(root)
+    owslib_error = None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # OWSLib warns about repeated layers and its own deprecations
@@ -94,10 +120,15 @@ def read_capabilities(body: bytes, url: str, *, max_bytes: int = DEFAULT_MAX_BYT
     except MemoryError:
         raise
     except Exception as exc:  # OWSLib raises whatever a broken document makes it meet
-        raise InvalidCapabilities(
-            f"OWSLib's {service.name} reader cannot read it: {type(exc).__name__}: {exc}"[:300]
-        ) from None
+        owslib_error = f"OWSLib's {service.name} reader cannot read it: {type(exc).__name__}: {exc}"[:300]
+        description = lenient.describe(root, service.items)
     datasets = unique_by_name(description.datasets)
+    if owslib_error is None and not defects:
+        conformance = Conformance.CONFORMANT
+    elif description.title or datasets:
+        conformance = Conformance.READABLE
+    else:
+        conformance = Conformance.IDENTIFIED
     return Resource(
         url=url,
         type=service.name,
@@ -109,6 +140,9 @@ def read_capabilities(body: bytes, url: str, *, max_bytes: int = DEFAULT_MAX_BYT
         datasets=datasets,
         bbox=union_bbox(d.bbox for d in datasets),
         content_sha256=sha256(body),
+        conformance=conformance,
+        defects=defects,
+        owslib_error=owslib_error,
     )
 
 
@@ -168,8 +202,8 @@ class OGCDetector(Detector):
                 return None, True
             elif isinstance(exc, NotCapabilities):  # most XML on the web: feeds, sitemaps, KML
                 log.debug("%s: not an OGC service: %s", response.final_url, exc)
-            elif isinstance(exc, VALIDATION_MISSES):  # a capabilities root, but no valid service
-                log.warning("%s: not a valid OGC service (%s): %s", response.final_url, exc.reason, exc)
+            elif isinstance(exc, VALIDATION_MISSES):  # a capabilities root, not read within the bounds
+                log.warning("%s: capabilities not read (%s): %s", response.final_url, exc.reason, exc)
                 return None, True
             else:
                 log.info("%s: not an OGC service (%s): %s", response.final_url, exc.reason, exc)

@@ -63,15 +63,28 @@ class Description:
 
 
 @dataclass(frozen=True, slots=True)
+class Items:
+    """Where a tolerant reading (``lenient``) finds a service's datasets: the paths of their elements, and
+    the child paths (or ``@attribute``) of their names and titles, the first that has text winning; in any
+    namespace, as sloppy documents have them."""
+
+    paths: tuple[str, ...]
+    name: tuple[str, ...] = ("{*}Name",)
+    title: tuple[str, ...] = ("{*}Title",)
+
+
+@dataclass(frozen=True, slots=True)
 class ServiceType:
     """One OGC service type: its capabilities roots, each with the version its namespace implies (None when
     the namespace is shared by several versions), the reader that validates a document of a version and
-    describes it (OWSLib's, through ``adapter`` where OWSLib errs or has none), and an optional follow-up that
-    completes a detected resource with one more request."""
+    describes it (OWSLib's, through ``adapter`` where OWSLib errs or has none), where a tolerant reading finds
+    its datasets when OWSLib cannot read it, and an optional follow-up that completes a detected resource
+    with one more request."""
 
     name: str
     roots: Mapping[Root, str | None]
     read: Callable[[etree._Element, str | None], Description]
+    items: Items = Items(paths=())
     complete: Callable[[Resource, DetectContext], Awaitable[None]] | None = None
 
 

@@ -7,7 +7,7 @@ from lxml import etree
 from owslib.sos import SensorObservationService
 
 from geoweb.detect.ogc import adapter
-from geoweb.detect.ogc.common import Description, ServiceType, owslib_description, owslib_service
+from geoweb.detect.ogc.common import Description, Items, ServiceType, owslib_description, owslib_service
 from geoweb.models import Dataset
 from geoweb.values import stripped
 
@@ -29,4 +29,9 @@ SERVICE = ServiceType(
     name="SOS",
     roots={(SOS10_NS, "Capabilities"): "1.0.0", (SOS20_NS, "Capabilities"): "2.0.0"},
     read=read,
+    items=Items(
+        paths=(".//{*}ObservationOffering",),
+        name=("{*}identifier", "@{http://www.opengis.net/gml}id", "@{http://www.opengis.net/gml/3.2}id"),
+        title=("{*}name", "{*}description"),
+    ),
 )

@@ -10,6 +10,7 @@ from geoweb.detect.ogc import adapter
 from geoweb.detect.ogc.common import (
     OWSLIB_URL,
     Description,
+    Items,
     ServiceType,
     owslib_dataset,
     owslib_description,
@@ -48,4 +49,9 @@ SERVICE = ServiceType(
         (WCS20_NS, "Capabilities"): "2.0",
     },
     read=read,
+    items=Items(
+        paths=(".//{*}CoverageOfferingBrief", ".//{*}CoverageSummary"),  # 1.0; 1.1 and 2.0
+        name=("{*}name", "{*}Identifier", "{*}CoverageId"),
+        title=("{*}label", "{*}Title"),
+    ),
 )

@@ -19,6 +19,7 @@ from geoweb.detect.ogc import adapter
 from geoweb.detect.ogc.common import (
     EXCEPTION_ROOTS,
     Description,
+    Items,
     ServiceType,
     exception_report,
     owslib_dataset,
@@ -127,5 +128,6 @@ SERVICE = ServiceType(
     # 1.0.0 and 1.1.0 share a namespace; their version attribute tells them apart.
     roots={(WFS_NS, "WFS_Capabilities"): None, (WFS2_NS, "WFS_Capabilities"): "2.0.0"},
     read=read,
+    items=Items(paths=(".//{*}FeatureTypeList/{*}FeatureType",)),
     complete=describe_unmatched,
 )

@@ -8,6 +8,7 @@ from owslib.wms import WebMapService
 
 from geoweb.detect.ogc.common import (
     Description,
+    Items,
     ServiceType,
     owslib_dataset,
     owslib_description,
@@ -29,4 +30,5 @@ SERVICE = ServiceType(
     # 1.0 to 1.1.1 share the un-namespaced root; their version attribute tells them apart.
     roots={(None, "WMT_MS_Capabilities"): None, (WMS_NS, "WMS_Capabilities"): "1.3.0"},
     read=read,
+    items=Items(paths=(".//{*}Layer",)),
 )

@@ -8,6 +8,7 @@ from owslib.wmts import WebMapTileService
 
 from geoweb.detect.ogc.common import (
     Description,
+    Items,
     ServiceType,
     owslib_dataset,
     owslib_description,
@@ -27,4 +28,9 @@ def read(root: etree._Element, version: str | None) -> Description:
     return owslib_description(wmts, datasets)
 
 
-SERVICE = ServiceType(name="WMTS", roots={(WMTS_NS, "Capabilities"): "1.0.0"}, read=read)
+SERVICE = ServiceType(
+    name="WMTS",
+    roots={(WMTS_NS, "Capabilities"): "1.0.0"},
+    read=read,
+    items=Items(paths=("{*}Contents/{*}Layer",), name=("{*}Identifier",)),
+)

@@ -7,7 +7,14 @@ from lxml import etree
 from owslib.wps import WebProcessingService
 
 from geoweb.detect.ogc import adapter
-from geoweb.detect.ogc.common import OWSLIB_URL, Description, ServiceType, owslib_bytes, owslib_description
+from geoweb.detect.ogc.common import (
+    OWSLIB_URL,
+    Description,
+    Items,
+    ServiceType,
+    owslib_bytes,
+    owslib_description,
+)
 from geoweb.models import Dataset
 from geoweb.values import stripped
 
@@ -33,4 +40,7 @@ SERVICE = ServiceType(
         (WPS20_NS, "Capabilities"): "2.0.0",
     },
     read=read,
+    items=Items(
+        paths=(".//{*}ProcessOfferings/{*}Process", "{*}Contents/{*}ProcessSummary"), name=("{*}Identifier",)
+    ),
 )
