@@ -10,7 +10,7 @@ import pytest
 import shapely
 from sqlalchemy import create_engine
 
-from geoweb.models import FILE_TYPES, Dataset, Resource
+from geoweb.models import FILE_TYPES, Conformance, Dataset, Resource
 from geoweb.store import Store
 from tests.store.pages import page
 from tests.store.queries import rows
@@ -34,6 +34,7 @@ VIEWS = {
     "qgis_wms_layers": "footprint", "qgis_wfs_feature_types": "footprint", "qgis_coverages": "footprint",
 } | {f"qgis_{kind}_services": "bbox" for kind in SERVICE_KINDS}  # fmt: skip
 ACROSS = (170.0, -20.0, -170.0, -10.0)  # crosses the antimeridian
+SLOPPY_WFS = ["no OperationsMetadata section", "decimal commas in bounding boxes, read as decimal points"]
 
 
 def service(type_: str, *datasets: Dataset, bbox=(120.0, 22.0, 122.0, 25.0)) -> Resource:
@@ -58,9 +59,12 @@ def loaded_resources() -> list[Resource]:
         Resource(url=f"{SITE}/f.{t.lower()}", type=t, datasets=[Dataset(name=None, bbox=box)], bbox=box)
         for t in FILE_TYPES
     ]
+    wms.conformance = Conformance.CONFORMANT
+    wfs = service("WFS", Dataset(name="parcels", bbox=(121.0, 24.0, 121.2, 24.2)))
+    wfs.conformance, wfs.defects, wfs.owslib_error = Conformance.READABLE, SLOPPY_WFS, "OWSLib: TypeError"
     return [
         wms,
-        service("WFS", Dataset(name="parcels", bbox=(121.0, 24.0, 121.2, 24.2))),
+        wfs,
         service("WCS", Dataset(name="dem", bbox=(119.3, 21.8, 122.1, 25.4)), bbox=(180.0, 10.0, 180.0, 10.0)),
         service("SOS", Dataset(name="gauges"), bbox=None),
         *(service(t) for t in OTHER_SERVICES),
@@ -188,3 +192,19 @@ def test_a_spatial_filter_on_a_view_uses_the_index(store):
         )
         plan = "\n".join(line for (line,) in cur.fetchall())
     assert "datasets_footprint_multipolygon" in plan
+
+
+def test_a_service_s_conformance_and_defects_are_columns_of_its_layers(dsn, store):
+    wfs = read(dsn, "qgis_wfs_services").iloc[0]
+    assert (wfs.conformance, wfs.defects, wfs.owslib_error) == (
+        "readable",
+        "; ".join(SLOPPY_WFS),
+        "OWSLib: TypeError",
+    )
+    assert read(dsn, "qgis_wms_services").iloc[0].conformance == "conformant"
+    assert read(dsn, "qgis_files")["conformance"].isna().all()  # nothing judges a file's conformance
+    exported = {r["type"]: r for r in store.resources.export("run")}
+    assert (exported["WFS"]["conformance"], exported["WFS"]["defects"]) == ("readable", SLOPPY_WFS)
+    assert (exported["WMS"]["conformance"], exported["WMS"]["defects"], exported["WMS"]["owslib_error"]) == (
+        "conformant", [], None,
+    )  # fmt: skip

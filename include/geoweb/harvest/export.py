@@ -180,7 +180,7 @@ def _schemas() -> dict:
             ("id", pa.int64()), ("url", text), ("type", text), ("version", text), ("title", text),
             ("abstract", text), ("provider", text), ("keywords", text), ("level", pa.int32()),
             ("source_page", text), ("first_seen", moment), ("last_seen", moment), ("last_status", text),
-            ("bbox", pa.binary()),
+            ("bbox", pa.binary()), ("conformance", text), ("defects", text), ("owslib_error", text),
         ],
         "datasets": [
             ("id", pa.int64()), ("resource_id", pa.int64()), ("resource_url", text), ("resource_type", text),

@@ -27,7 +27,8 @@ INSERT INTO resources ({", ".join(RESOURCE_COLUMNS)}) VALUES %s
 ON CONFLICT (url, type) DO UPDATE SET
     version = EXCLUDED.version, title = EXCLUDED.title, abstract = EXCLUDED.abstract,
     keywords = EXCLUDED.keywords, provider = EXCLUDED.provider, bbox = EXCLUDED.bbox, extra = EXCLUDED.extra,
-    content_sha256 = EXCLUDED.content_sha256, last_seen = now(), last_status = '{ResourceStatus.OK}'
+    content_sha256 = EXCLUDED.content_sha256, conformance = EXCLUDED.conformance, defects = EXCLUDED.defects,
+    owslib_error = EXCLUDED.owslib_error, last_seen = now(), last_status = '{ResourceStatus.OK}'
 RETURNING id, url, type
 """
 _DATASETS_UPSERT = f"""
@@ -55,7 +56,8 @@ WHERE EXCLUDED.level < rr.level
 # (``Chosen``) joined in as ``c``: a run's sightings, or a search's matches (GeoHub).
 _EXPORT_RESOURCES = """
 SELECT r.id, r.url, r.type, r.version, r.title, r.abstract, r.keywords, r.provider, ST_AsBinary(r.bbox),
-       r.extra, r.content_sha256, c.level, c.source_page, c.discovered_at
+       r.extra, r.content_sha256, c.level, c.source_page, c.discovered_at, r.conformance, r.defects,
+       r.owslib_error
 FROM ({chosen}) c JOIN resources r ON r.id = c.resource_id
 ORDER BY c.level, r.id
 """
@@ -70,7 +72,8 @@ ORDER BY resource_id, position
 _EXPORT_LAYERS = {
     "resources": """
 SELECT v.id, v.url, v.type, v.version, v.title, v.abstract, v.provider, v.keywords, c.level, c.source_page,
-       v.first_seen, v.last_seen, v.last_status, ST_AsBinary(v.bbox) AS bbox
+       v.first_seen, v.last_seen, v.last_status, ST_AsBinary(v.bbox) AS bbox, v.conformance, v.defects,
+       v.owslib_error
 FROM ({chosen}) c JOIN qgis_resources v ON v.id = c.resource_id
 ORDER BY c.level, v.id
 """,
@@ -194,11 +197,15 @@ def _records(cur, batch: list[tuple]) -> Iterator[dict]:
             Dataset(name=name, title=title, bbox=box, keywords=keywords, extra=extra, concepts=concepts)
         )
     for row, box in zip(batch, _boxes(batch, 8), strict=True):
-        id_, url, type_, version, title, abstract, keywords, provider, _, extra, sha, level, source, at = row
+        id_, url, type_, version, title, abstract, keywords, provider, _, extra, sha, level, source, at = row[
+            :14
+        ]
+        conformance, defects, owslib_error = row[14:]
         yield Resource(
             url=url, type=type_, version=version, title=title, abstract=abstract, keywords=keywords,
             provider=provider, datasets=datasets[id_], bbox=box, extra=extra, content_sha256=sha, level=level,
             source_page=source, discovered_at=at.astimezone(UTC).isoformat(timespec="seconds"),
+            conformance=conformance, defects=defects, owslib_error=owslib_error,
         ).to_record()  # fmt: skip
 
 

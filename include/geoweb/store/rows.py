@@ -14,7 +14,7 @@ log = logging.getLogger("geoweb.store")
 
 RESOURCE_COLUMNS = (
     "url", "type", "version", "title", "abstract", "keywords", "provider", "bbox", "extra", "content_sha256",
-    "source_page", "keyword", "level",
+    "source_page", "keyword", "level", "conformance", "defects", "owslib_error",
 )  # fmt: skip
 DATASET_COLUMNS = ("resource_id", "position", "name", "title", "keywords", "footprint", "extra", "concepts")
 
@@ -52,7 +52,8 @@ def resource_rows(
         clean.text(resource.abstract, "abstract", LONG_TEXT), clean.words(resource.keywords, "keywords"),
         clean.text(resource.provider, "provider"), to_ewkb([clean.box(resource.bbox, "bbox")])[0],
         clean.json(resource.extra, "extra"), clean.text(resource.content_sha256, "content_sha256"),
-        source_page, clean.text(keyword, "keyword"), level,
+        source_page, clean.text(keyword, "keyword"), level, resource.conformance,
+        clean.words(resource.defects, "defects"), clean.text(resource.owslib_error, "owslib_error"),
     )  # fmt: skip
     footprints = to_ewkb([clean.box(d.bbox, "dataset bbox") for d in resource.datasets])
     datasets = [
