@@ -204,6 +204,9 @@ def parse_xml_leniently(
     return root, defects
 
 
+_FEED_BYTES = 1 << 20
+
+
 def _cut_short(data: bytes) -> tuple[etree._Element, str] | None:
     """The elements of a document that is sound but ends before they do (a push parser takes every byte and
     fails only when told there are no more), without the innermost element still open: its text or its
@@ -211,7 +214,9 @@ def _cut_short(data: bytes) -> tuple[etree._Element, str] | None:
     with any other fault."""
     parser = etree.XMLPullParser(events=("start", "end"), **_SAFE)
     try:
-        parser.feed(data)
+        # in pieces: without huge_tree, libxml2 holds at most 10,000,000 unparsed bytes at once
+        for start in range(0, len(data), _FEED_BYTES):
+            parser.feed(data[start : start + _FEED_BYTES])
     except etree.XMLSyntaxError as exc:
         if exc.code == etree.ErrorTypes.ERR_RESOURCE_LIMIT:
             raise UnsafeContent(f"XML document exceeds parser limits: {exc}") from None

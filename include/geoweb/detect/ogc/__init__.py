@@ -112,6 +112,7 @@ def read_capabilities(body: bytes, url: str, *, max_bytes: int = DEFAULT_MAX_BYT
     root, defects = parse_xml_leniently(body, max_bytes=max_bytes)
     service, version, root_defects = classify(root)
     defects += root_defects + lenient.missing_sections(root) + lenient.repair_decimal_commas(root)
+    defects += lenient.unreadable_boxes(root)
     owslib_error = None
     try:
         with warnings.catch_warnings():
@@ -122,6 +123,8 @@ def read_capabilities(body: bytes, url: str, *, max_bytes: int = DEFAULT_MAX_BYT
     except Exception as exc:  # OWSLib raises whatever a broken document makes it meet
         owslib_error = f"OWSLib's {service.name} reader cannot read it: {type(exc).__name__}: {exc}"[:300]
         description = lenient.describe(root, service.items)
+        if not defects:  # a shape OWSLib has no reader for (WMS 1.0.0), or a fault no check here names
+            defects.append(f"not readable by OWSLib's {service.name} reader")
     datasets = unique_by_name(description.datasets)
     if owslib_error is None and not defects:
         conformance = Conformance.CONFORMANT
@@ -190,9 +193,10 @@ class OGCDetector(Detector):
 
     async def _read_page(self, response: Response, ctx: DetectContext) -> tuple[Resource | None, bool]:
         """The service the crawled response describes, if any, and whether an OGC server answered (a
-        capabilities document or an exception report). Every miss is counted and logged with its reason."""
+        capabilities document or an exception report). Every miss is counted and logged with its reason, every
+        service counted by its conformance and its defects logged."""
         try:
-            return await read_response(response, ctx.settings), True
+            resource = await read_response(response, ctx.settings)
         except GeowebError as exc:
             ctx.stats[f"ogc/{exc.reason}"] += 1
             if isinstance(exc, UnsafeContent):
@@ -208,6 +212,11 @@ class OGCDetector(Detector):
             else:
                 log.info("%s: not an OGC service (%s): %s", response.final_url, exc.reason, exc)
             return None, False
+        ctx.stats[f"ogc/{resource.conformance}"] += 1
+        if resource.defects:
+            log.info("%s: %s %s, %s: %s", response.final_url, resource.type, resource.version,
+                     resource.conformance, "; ".join(resource.defects))  # fmt: skip
+        return resource, True
 
     async def _probe(
         self, endpoint: str, services: list[ServiceType], found: dict[str, Resource], ctx: DetectContext

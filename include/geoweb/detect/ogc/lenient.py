@@ -106,25 +106,52 @@ def _keywords(elem: etree._Element | None) -> list[str]:
     return words(found)
 
 
+def _geographic(box: etree._Element) -> BBox | None:
+    sides = ("westBoundLongitude", "southBoundLatitude", "eastBoundLongitude", "northBoundLatitude")
+    return listed_bbox(_text(box, ("{*}" + side,)) for side in sides)
+
+
+def _corners(box: etree._Element) -> BBox | None:
+    return listed_bbox(box.get(corner) for corner in _CORNERS)
+
+
+def _lower_upper(box: etree._Element) -> BBox | None:
+    return corner_bbox(_text(box, ("{*}LowerCorner",)), _text(box, ("{*}UpperCorner",)), lat_first=False)
+
+
+def _positions(box: etree._Element) -> BBox | None:
+    positions = box.findall("{*}pos")
+    return corner_bbox(positions[0].text, positions[1].text, lat_first=False) if len(positions) == 2 else None
+
+
+# The boxes the standards state in WGS84 degrees, longitude first, by element name.
+WGS84_BOXES = {
+    "EX_GeographicBoundingBox": _geographic,  # WMS 1.3
+    "LatLonBoundingBox": _corners,  # WMS 1.0-1.1
+    "LatLongBoundingBox": _corners,  # WFS 1.0
+    "WGS84BoundingBox": _lower_upper,  # OWS Common
+    "lonLatEnvelope": _positions,  # WCS 1.0
+}
+
+
+def unreadable_boxes(root: etree._Element) -> list[str]:
+    """The defect of WGS84 boxes that are no boxes in degrees (projected metres, missing corners): they are
+    left out, and say so."""
+    unread = sum(1 for box in root.iter(*("{*}" + n for n in WGS84_BOXES)) if _wgs84(box) is None)
+    return [f"WGS84 bounding boxes not in degrees, left out: {unread}"] if unread else []
+
+
+def _wgs84(box: etree._Element) -> BBox | None:
+    return WGS84_BOXES[etree.QName(box).localname](box)
+
+
 def _own_box(elem: etree._Element) -> BBox | None:
-    """The WGS84 box an element states itself, in any of the standards' forms; None where there is none or
-    it cannot be read (a CRS that is not WGS84, a number that is no number)."""
-    geographic = elem.find("{*}EX_GeographicBoundingBox")
-    if geographic is not None:
-        sides = ("westBoundLongitude", "southBoundLatitude", "eastBoundLongitude", "northBoundLatitude")
-        return listed_bbox(_text(geographic, ("{*}" + side,)) for side in sides)
-    for name in ("LatLonBoundingBox", "LatLongBoundingBox"):
+    """The WGS84 box an element states itself, in any of the standards' forms (an SOS offering's envelope
+    where its CRS is WGS84); None where there is none or it cannot be read."""
+    for name in WGS84_BOXES:
         box = elem.find("{*}" + name)
         if box is not None:
-            return listed_bbox(box.get(corner) for corner in _CORNERS)
-    wgs84 = elem.find("{*}WGS84BoundingBox")
-    if wgs84 is not None:
-        return corner_bbox(
-            _text(wgs84, ("{*}LowerCorner",)), _text(wgs84, ("{*}UpperCorner",)), lat_first=False
-        )
-    positions = elem.findall("{*}lonLatEnvelope/{*}pos")
-    if len(positions) == 2:
-        return corner_bbox(positions[0].text, positions[1].text, lat_first=False)
+            return _wgs84(box)
     envelope = elem.find("{*}boundedBy/{*}Envelope")
     order = None if envelope is None else lat_first(envelope.get("srsName"))
     if order is not None:
