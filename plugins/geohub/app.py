@@ -176,9 +176,9 @@ def create_app() -> FastAPI:
     ) -> SearchPage:
         """A page of resources matching every filter given, with the numbers of the whole answer: `total`
         matches, `outside_box` (would match but for the box), `no_footprint` (match every filter but the
-        box and have no footprint) and `facets` counting the matches by type, provider, concept, level and
-        status (with a `level` chosen, the level facet counts every level, so that the others stay on offer);
-        above 5,000 matches the facets are counted on a sample of about 5,000 and scaled to the total
+        box and have no footprint) and `facets` counting the matches by type, provider, concept, level, status
+        and conformance (with a `level` chosen, the level facet counts every level, so that the others stay on
+        offer); above 5,000 matches the facets are counted on a sample of about 5,000 and scaled to the total
         (`facets_estimated` is true; the total stays exact). `next_offset` is null on the last page."""
         query = SearchQuery.checked(**filters, limit=limit, offset=offset)
         with database.connection() as conn:
@@ -191,8 +191,8 @@ def create_app() -> FastAPI:
         responses={404: {"description": "No such resource"}},
     )
     def resource(resource_id: Annotated[int, PathParam(ge=1, le=MAX_ID)], user: User) -> ResourceDetail:
-        """The resource, its datasets in document order with their footprints (GeoJSON), and the runs that
-        found it."""
+        """The resource, its datasets in document order with their footprints (GeoJSON), the runs that
+        found it, and for an OGC service its conformance level, defects and OWSLib's reason where it failed."""
         with database.connection() as conn:
             detail = resource_detail(conn, resource_id)
         if detail is None:

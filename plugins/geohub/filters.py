@@ -71,11 +71,20 @@ def search_filters(
         Literal["none"] | None,
         Query(description="`none`: only resources without a footprint, which no `bbox` finds."),
     ] = None,
+    conformance: Annotated[
+        list[str],
+        Query(
+            description="Only OGC services whose capabilities are at one of these levels; repeat for several. "
+            "`conformant`: OWSLib reads them whole and no defect was found; `readable`: read, with the "
+            "defects each result names; `identified`: type and version only. Resources nothing judges "
+            "(OGC APIs, STAC, ArcGIS, files) have no level and are left out."
+        ),
+    ] = [],  # noqa: B006  (FastAPI copies defaults)
 ) -> dict:
     """The search's filters, as every route over a search takes them (``SearchQuery.checked``'s arguments)."""
     return {
         "text": q, "types": type, "bbox": bbox, "run": run, "level": level, "concept": concept,
-        "answering": answering, "provider": provider, "footprint": footprint,
+        "answering": answering, "provider": provider, "footprint": footprint, "conformance": conformance,
     }  # fmt: skip
 
 

@@ -3,7 +3,7 @@ known places, words and sources, and hostile titles, abstracts and URLs (script 
 
 from __future__ import annotations
 
-from geoweb.models import Dataset, Page, Resource, RunStatus
+from geoweb.models import Conformance, Dataset, Page, Resource, RunStatus
 from geoweb.semantic import tag_datasets
 from geoweb.settings import Settings
 from geoweb.store import Store
@@ -83,7 +83,16 @@ ARCHIVE = Resource(
     title="Coverage archive",
     datasets=[layer(f"coverage{i}", None, None) for i in range(1001)],
 )
-# Many resources in Switzerland, to page through.
+# Many resources in Switzerland, to page through. Their words rank alike: the first is judged conformant, the
+# last (the newest) readable, so that only their conformance puts the first above the last.
+SURVEY_DEFECTS = ["no Capability/Request section", "root element WMS_Capabilities without its namespace"]
+SURVEY_OWSLIB_ERROR = (
+    "OWSLib's WMS reader cannot read it: AttributeError: 'NoneType' object has no attribute 'find'"
+)
+JUDGED_SURVEYS = {
+    0: {"conformance": Conformance.CONFORMANT},
+    24: {"conformance": Conformance.READABLE, "defects": SURVEY_DEFECTS, "owslib_error": SURVEY_OWSLIB_ERROR},
+}
 ALPINE = [
     Resource(
         url=f"{SITE}/alps/{i}/wms",
@@ -91,9 +100,11 @@ ALPINE = [
         title=f"Alpine lake survey {i:02d}",
         datasets=[layer(f"lake{i}", f"Lake {i}", (7.0 + i * 0.05, 46.0, 7.1 + i * 0.05, 46.1))],
         bbox=(7.0 + i * 0.05, 46.0, 7.1 + i * 0.05, 46.1),
+        **JUDGED_SURVEYS.get(i, {}),
     )
     for i in range(25)
 ]
+CONFORMANT_SURVEY, READABLE_SURVEY = ALPINE[0], ALPINE[-1]
 # Two services of one provider that their own words do not name.
 AUTHORITY = "Regional Water Authority"
 GAUGES = Resource(
@@ -169,7 +180,16 @@ TRACKS = Resource(
     extra={"placemarks": 12, "format": "kml"},
 )
 FILES = [HUTS, TRACKS]
-ALL = [RIVERS, PARCELS, STATIONS, ISLANDS, HOSTILE, ARCHIVE, *ALPINE, *SWISS, TESTWEB_WMS, *FILES]
+# A tile service of which its capabilities gave away only the type and version: no title, no layer, no box.
+TILES = Resource(
+    url=f"{SITE}/tiles/wmts/1.0.0/WMTSCapabilities.xml",
+    type="WMTS",
+    version="1.0.0",
+    conformance=Conformance.IDENTIFIED,
+    defects=["no Contents section"],
+    owslib_error="OWSLib's WMTS reader cannot read it: KeyError: 'Contents'",
+)
+ALL = [RIVERS, PARCELS, STATIONS, ISLANDS, HOSTILE, ARCHIVE, *ALPINE, *SWISS, TESTWEB_WMS, *FILES, TILES]
 
 
 def found(resource: Resource, source: str, level: int) -> Page:
@@ -192,7 +212,7 @@ def load(dsn: str) -> None:
         store.runs.end(RUN_1, RunStatus.SUCCESS, {})
         store.runs.begin(RUN_2, {})
         pages = [found(r, maps, 1) for r in (RIVERS, PARCELS, ISLANDS, ARCHIVE, *ALPINE, *SWISS, TESTWEB_WMS)]
-        pages += [found(r, maps, 1) for r in FILES]
+        pages += [found(r, maps, 1) for r in (*FILES, TILES)]
         pages += [found(r, more, 2) for r in (STATIONS, HOSTILE)]
         store.frontier.commit_pages(RUN_2, pages, 1, keyword_of={})
         store.runs.end(RUN_2, RunStatus.SUCCESS, {})

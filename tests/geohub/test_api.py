@@ -180,7 +180,7 @@ def test_runs_and_types_to_filter_by(get):
     runs = get("/api/runs").json()
     assert [(r["run_id"], r["resources"]) for r in runs] == [(data.RUN_2, len(data.ALL)), (data.RUN_1, 2)]
     types = {t["type"]: t["resources"] for t in get("/api/types").json()}
-    assert types == {"KML": 2, "SHAPEFILE": 2, "SOS": 1, "WCS": 1, "WFS": 2, "WMS": 31}
+    assert types == {"KML": 2, "SHAPEFILE": 2, "SOS": 1, "WCS": 1, "WFS": 2, "WMS": 31, "WMTS": 1}
 
 
 def test_concepts_to_filter_by_count_what_is_below_them(get):
@@ -217,6 +217,68 @@ def test_resources_found_dead_are_marked_and_can_be_left_out(get, geohub_dsn):
             cur.execute(
                 "UPDATE resources SET last_status = 'ok' WHERE url = %s AND type = %s", data.PARCELS.key
             )
+
+
+# --- conformance ---
+
+
+def conformance_facet(page: dict) -> list[tuple[str, int]]:
+    return [(f["value"], f["resources"]) for f in page["facets"]["conformance"]]
+
+
+def test_the_conformance_facet_counts_the_judged_services_and_filters_them(get):
+    everything = search(get)
+    assert conformance_facet(everything) == [("conformant", 1), ("readable", 1), ("identified", 1)]
+    page = search(get, conformance=["readable", "conformant"])
+    assert sorted(titles(page)) == sorted([data.CONFORMANT_SURVEY.title, data.READABLE_SURVEY.title])
+    assert page["total"] == 2 and conformance_facet(page) == [("conformant", 1), ("readable", 1)]
+    (tiles,) = search(get, conformance="identified")["results"]
+    assert (tiles["url"], tiles["conformance"], tiles["defects"]) == (
+        data.TILES.url, "identified", data.TILES.defects,
+    )  # fmt: skip
+    # with text, and with the other filters
+    assert titles(search(get, q="survey", conformance="readable")) == [data.READABLE_SURVEY.title]
+    assert conformance_facet(search(get, q="survey")) == [("conformant", 1), ("readable", 1)]
+    assert search(get, q="survey", conformance="identified")["results"] == []
+    assert search(get, type="WFS", conformance="conformant")["total"] == 0
+
+
+def test_equal_ranks_put_conformant_services_above_readable_ones(get):
+    """The surveys' words rank alike: newest first, but for the readable one, newer than the conformant one,
+    which goes last."""
+    page = search(get, q="alpine lake survey", limit=100)
+    assert len({hit["rank"] for hit in page["results"]}) == 1
+    by_title = {hit["title"]: hit["id"] for hit in page["results"]}
+    readable, conformant = by_title[data.READABLE_SURVEY.title], by_title[data.CONFORMANT_SURVEY.title]
+    assert readable > conformant  # newest first alone would put it first
+    expected = sorted(by_title.values(), key=lambda i: (i == readable, -i))
+    assert [hit["id"] for hit in page["results"]] == expected
+    judged = search(get, q="alpine lake survey", conformance=["conformant", "readable"])
+    assert titles(judged) == [data.CONFORMANT_SURVEY.title, data.READABLE_SURVEY.title]
+    assert [(h["conformance"], h["defects"]) for h in judged["results"]] == [
+        ("conformant", []), ("readable", data.SURVEY_DEFECTS),
+    ]  # fmt: skip
+    without_text = search(get, conformance=["conformant", "readable"])  # newest first: no rank to break
+    assert titles(without_text) == [data.READABLE_SURVEY.title, data.CONFORMANT_SURVEY.title]
+
+
+def test_the_detail_gives_the_level_the_defects_and_owslib_s_reason(get, geohub_dsn):
+    readable = get(f"/api/resources/{data.resource_id(geohub_dsn, data.READABLE_SURVEY)}").json()
+    assert (readable["conformance"], readable["defects"], readable["owslib_error"]) == (
+        "readable", data.SURVEY_DEFECTS, data.SURVEY_OWSLIB_ERROR,
+    )  # fmt: skip
+    conformant = get(f"/api/resources/{data.resource_id(geohub_dsn, data.CONFORMANT_SURVEY)}").json()
+    assert (conformant["conformance"], conformant["defects"], conformant["owslib_error"]) == (
+        "conformant",
+        [],
+        None,
+    )
+    file = get(f"/api/resources/{data.resource_id(geohub_dsn, data.HUTS)}").json()
+    assert (file["conformance"], file["defects"], file["owslib_error"]) == (
+        None,
+        [],
+        None,
+    )  # nothing judges it
 
 
 # --- hostile input ---
@@ -257,6 +319,8 @@ def test_hostile_titles_come_back_as_data_never_as_markup(get, geohub_dsn):
         ({"footprint": "none", "bbox": "0,0,1,1"}, "bbox"),
         ({"provider": "p\x00"}, "NUL"),
         ({"answering": "maybe"}, "answering"),
+        ({"conformance": "sloppy"}, "no level sloppy"),
+        ({"conformance": "x" * 251}, "conformance"),
     ],
 )
 def test_bad_parameters_are_refused_with_the_reason(get, params, message):
@@ -335,6 +399,7 @@ def test_the_search_is_documented_in_openapi(get):
         "answering",
         "provider",
         "footprint",
+        "conformance",
     }
     assert "/api/resources/{resource_id}" in spec["paths"]
     assert "HTTPBearer" in spec["components"]["securitySchemes"]

@@ -78,6 +78,13 @@ def test_the_export_takes_the_search_s_filters(get, tmp_path):
     assert set(pyogrio.read_dataframe(path, layer="resources")["url"]) == {
         data.STATIONS.url,
         data.ARCHIVE.url,
+        data.TILES.url,
+    }
+    _, path = exported(get, tmp_path, "jsonl", conformance=["readable", "identified"])
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert {(r["url"], r["conformance"]) for r in records} == {
+        (data.READABLE_SURVEY.url, "readable"),
+        (data.TILES.url, "identified"),
     }
     _, path = exported(get, tmp_path, "geojson", q="nothing matches this")
     assert len(pyogrio.read_dataframe(path)) == 0

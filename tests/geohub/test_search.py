@@ -21,6 +21,7 @@ from geoweb.geohub import (
     search,
 )
 from geoweb.geohub.searches import MAX_DATASETS
+from geoweb.geohub.sql import chosen_statement
 from geoweb.semantic import default_ontology
 from stack.postgres import SUPERUSER_DSN
 from tests.geohub import data
@@ -287,6 +288,24 @@ def test_unknown_types_and_contradictions_are_refused():
         SearchQuery.checked(footprint="none", bbox=data.SAHARA)
 
 
+def test_the_conformance_facet_counts_with_every_filter(database):
+    facet = answer(database, text="survey", bbox=data.SWITZERLAND, run=data.RUN_2, level=1).facets.conformance
+    assert [(f.value, f.resources) for f in facet] == [("conformant", 1), ("readable", 1)]
+    judged = answer(database, conformance=["identified", "readable"], bbox=data.SWITZERLAND)
+    assert [h.title for h in judged.results] == [data.READABLE_SURVEY.title]
+    assert judged.no_footprint == 1  # the tile service, which no box finds
+
+
+def test_an_export_takes_the_matches_in_the_search_s_order(database, geohub_dsn):
+    """Equal ranks by conformance there too: the readable survey, the newest, last."""
+    query = SearchQuery.checked(text="alpine lake survey", limit=100)
+    with database.connection() as conn, conn.cursor() as cur:
+        cur.execute(*chosen_statement(query, 100))
+        chosen = [row[0] for row in cur.fetchall()]
+        ranked = [hit.id for hit in search(conn, query).results]
+    assert chosen == ranked and chosen[-1] == data.resource_id(geohub_dsn, data.READABLE_SURVEY)
+
+
 # --- pages ---
 
 
@@ -356,6 +375,13 @@ def test_text_is_tidied_and_types_upper_cased():
     assert query.text == "river gauges" and query.types == ("WFS", "WMS")
     assert SearchQuery.checked(text="data.example.org").is_address
     assert not SearchQuery.checked(text="river gauges").is_address
+
+
+def test_conformance_levels_are_checked_and_kept_once_in_their_order():
+    query = SearchQuery.checked(conformance=["Readable", "conformant", " readable", ""])
+    assert query.conformance == ("conformant", "readable")
+    with pytest.raises(InvalidSearch, match="no level sloppy"):
+        SearchQuery.checked(conformance=["sloppy"])
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
-"""GeoHub's backend: full-text, type, box, run, level, concept and provider searches of the harvest database
-with their totals and facets, a resource's detail with its datasets, and the runs, types and concepts to
-filter by. Airflow-free: the GeoHub plugin (``plugins/geohub``) serves these over HTTP, the benchmark and the
-tests call them directly."""
+"""GeoHub's backend: full-text, type, box, run, level, concept, provider and conformance searches of the
+harvest database with their totals and facets, a resource's detail with its datasets, and the runs, types and
+concepts to filter by. Airflow-free: the GeoHub plugin (``plugins/geohub``) serves these over HTTP, the
+benchmark and the tests call them directly."""
 
 from geoweb.geohub.database import SearchDatabase, SearchUnavailable
 from geoweb.geohub.query import InvalidSearch, SearchQuery

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from geoweb.errors import GeowebError
-from geoweb.models import ALL_TYPES
+from geoweb.models import ALL_TYPES, Conformance
 from geoweb.semantic import default_ontology
 
 MAX_TEXT = 500  # characters of a query
@@ -40,8 +40,8 @@ class InvalidSearch(GeowebError):
 class SearchQuery:
     """A checked search: free text, resource types, a box (west > east crosses the antimeridian), the run
     and level that found a resource, a concept some dataset of it is about, whether only resources that still
-    answer count, a provider (its exact name), whether only resources without a footprint count, and a page.
-    Build it with ``SearchQuery.checked``."""
+    answer count, a provider (its exact name), whether only resources without a footprint count, conformance
+    levels of OGC services, and a page. Build it with ``SearchQuery.checked``."""
 
     text: str = ""
     types: tuple[str, ...] = ()
@@ -54,6 +54,7 @@ class SearchQuery:
     answering: bool = False  # leave out the resources the revisits found dead
     provider: str | None = None
     no_footprint: bool = False  # only resources without a box: the ones a box never finds
+    conformance: tuple[str, ...] = ()  # only services judged at one of these levels (Conformance)
 
     @classmethod
     def checked(
@@ -69,6 +70,7 @@ class SearchQuery:
         answering: bool = False,
         provider: str | None = None,
         footprint: str | None = None,
+        conformance: Iterable[str] = (),
     ) -> SearchQuery:
         """The query, or InvalidSearch naming the first bad parameter."""
         text = " ".join(_checked_text(text or "", "q", MAX_TEXT).split())
@@ -99,8 +101,9 @@ class SearchQuery:
             raise InvalidSearch("footprint: resources without a footprint are in no box; leave out bbox")
         types = tuple(sorted(set(filter(None, names))))
         return cls(
-            text, types, box, run, level, limit, offset, concept, bool(answering), provider, bool(footprint)
-        )
+            text, types, box, run, level, limit, offset, concept, bool(answering), provider, bool(footprint),
+            _checked_conformance(conformance),
+        )  # fmt: skip
 
     @property
     def is_address(self) -> bool:
@@ -131,6 +134,16 @@ def _checked_text(value: str | None, name: str, limit: int) -> str:
     if "\x00" in value:  # PostgreSQL text cannot hold NUL
         raise InvalidSearch(f"{name}: contains a NUL character")
     return value
+
+
+def _checked_conformance(values: Iterable[str]) -> tuple[str, ...]:
+    """The conformance levels asked for, each once, in the order of the levels; an unknown one is refused."""
+    names = [_checked_text(v, "conformance", MAX_NAME).strip().lower() for v in values]
+    levels = [c.value for c in Conformance]
+    unknown = sorted(set(filter(None, names)) - set(levels))
+    if unknown:
+        raise InvalidSearch(f"conformance: no level {', '.join(unknown)} (known: {', '.join(levels)})")
+    return tuple(level for level in levels if level in names)
 
 
 def parse_bbox(value: str) -> Box | None:

@@ -42,6 +42,8 @@ class Hit:
     rank: float | None  # text relevance; None without text
     status: str  # ok; failed or dead after failed revisits (geoweb.harvest.revisit)
     concepts: list[str]  # the most frequent concept ids of its datasets; /api/concepts has their labels
+    conformance: str | None  # of an OGC service's capabilities (Conformance); None where nothing judges it
+    defects: list[str]  # what its capabilities lack or get wrong, when read with defects
 
 
 @dataclass(slots=True)
@@ -70,13 +72,15 @@ class ConceptCount:
 class Facets:
     """The matches of a search counted by type, provider (the most frequent), concept (a resource counts for
     each concept its datasets are about and every concept above those), level (at which the runs found it:
-    one resource may count at several) and status."""
+    one resource may count at several), status and conformance (of the OGC services judged, conformant
+    first)."""
 
     type: list[FacetCount]
     provider: list[FacetCount]
     concept: list[ConceptCount]
     level: list[LevelCount]
     status: list[FacetCount]
+    conformance: list[FacetCount]
 
 
 @dataclass(slots=True)
@@ -135,6 +139,9 @@ class ResourceDetail:
     datasets_total: int
     datasets: list[DatasetEntry]  # the first MAX_DATASETS, in document order
     runs: list[Sighting]
+    conformance: str | None  # of an OGC service's capabilities (Conformance); None where nothing judges it
+    defects: list[str]  # what its capabilities lack or get wrong
+    owslib_error: str | None  # why OWSLib could not read them, where it failed
 
 
 @dataclass(slots=True)
@@ -176,15 +183,21 @@ def search(conn, query: SearchQuery, exact_facets: int = EXACT_FACETS) -> Search
     return SearchPage(hits, query.offset, query.limit, next_offset, *numbers)
 
 
-def _facets(types, providers, concepts, levels, statuses) -> Facets:
+def _facets(types, providers, concepts, levels, statuses, conformance) -> Facets:
     """The facets of the search statement's arrays of [value, count]."""
     return Facets(
-        type=[FacetCount(value, int(n)) for value, n in types],
-        provider=[FacetCount(value, int(n)) for value, n in providers],
+        type=_counts(types),
+        provider=_counts(providers),
         concept=_concepts((cid, int(n)) for cid, n in concepts),
         level=[LevelCount(level, n) for level, n in levels],
-        status=[FacetCount(value, int(n)) for value, n in statuses],
+        status=_counts(statuses),
+        conformance=_counts(conformance),
     )
+
+
+def _counts(values: list[list[str]]) -> list[FacetCount]:
+    """A facet of the statement's [value, count] pairs, the count as text."""
+    return [FacetCount(value, int(n)) for value, n in values]
 
 
 def _concepts(counts: Iterable[tuple[str, int]]) -> list[ConceptCount]:
@@ -200,7 +213,7 @@ def _concepts(counts: Iterable[tuple[str, int]]) -> list[ConceptCount]:
 _DETAIL = f"""
 SELECT id, url, type, version, title, abstract, keywords, provider, ST_AsGeoJSON(bbox, {GEOJSON_DIGITS})::json,
        extra, level, source_page, keyword, first_seen, last_seen, last_status,
-       (SELECT count(*) FROM datasets WHERE resource_id = r.id)
+       (SELECT count(*) FROM datasets WHERE resource_id = r.id), conformance, defects, owslib_error
 FROM resources r WHERE id = %s
 """
 _DATASETS = f"""
@@ -224,7 +237,7 @@ def resource_detail(conn, resource_id: int) -> ResourceDetail | None:
         datasets = [DatasetEntry(*r) for r in cur.fetchall()]
         cur.execute(_SIGHTINGS, (resource_id,))
         runs = [Sighting(*r) for r in cur.fetchall()]
-    return ResourceDetail(*row[:16], document_url(row[1], row[2]), row[16], datasets, runs)
+    return ResourceDetail(*row[:16], document_url(row[1], row[2]), row[16], datasets, runs, *row[17:])
 
 
 def runs(conn) -> list[RunEntry]:

@@ -6,9 +6,11 @@ A text search finds candidates through the GIN index of ``resources.search`` (a 
 datasets' names and titles and the concepts they are about: migration 0012), ranks them with ts_rank and
 pages through them by rank; without text, newest first. ts_rank rather than ts_rank_cd: it scores each word
 by its best-weighted place and adds little for repeats, so a service with a hundred matching layers does not
-bury one whose title matches. A box meets a resource when it meets the resource's box, through its GIST
-index: the detectors make a resource's box the union of its datasets' boxes (a KML file's, its whole
-document's), so a resource is found wherever one of its datasets is.
+bury one whose title matches. Where ranks are equal, conformance breaks the tie: a conformant service (or a
+resource nothing judges: an OGC API, a file) comes before a readable one, a readable one before one only
+identified (``geoweb.models.Conformance``); then the newest first. A box meets a resource when it meets the
+resource's box, through its GIST index: the detectors make a resource's box the union of its datasets' boxes
+(a KML file's, its whole document's), so a resource is found wherever one of its datasets is.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from geoweb.geohub.query import DEFAULT_LIMIT, Box, SearchQuery
-from geoweb.models import ResourceStatus
+from geoweb.models import Conformance, ResourceStatus
 
 WORDS = "websearch_to_tsquery('english', %(text)s)"
 # The last word also as a prefix, as the user types: the query's last lexeme (stemmed, so "rivers" is river
@@ -32,6 +34,12 @@ GEOJSON_DIGITS = 5  # decimals of degrees: about a metre
 TOP_CONCEPTS = 5  # a result's most frequent concepts among its datasets
 TOP_PROVIDERS = 20  # providers in the provider facet, the most frequent first
 WORLD: Box = (-180.0, -90.0, 180.0, 90.0)
+
+# Equal ranks: the services whose capabilities OWSLib reads whole first, those read with defects next, those
+# only identified last; a resource nothing judges (NULL) counts as conformant, having no defect named.
+_CONFORMANCE_ORDER = (
+    f"CASE {{column}} WHEN '{Conformance.READABLE}' THEN 1 WHEN '{Conformance.IDENTIFIED}' THEN 2 ELSE 0 END"
+)
 
 # Facets are counted exactly up to this many matches, above it on a sample of about as many (chosen by a
 # hash of the resource id, so that a search counts the same sample each time) and scaled to the total, which
@@ -56,7 +64,7 @@ EXACT_FACETS = 5_000
 _SEARCH = f"""
 WITH candidates AS {{materialized}} (
     SELECT r.id, {{rank}} AS rank, r.type, r.provider, r.last_status, r.about, {{level}} AS level,
-           r.bbox IS NULL AS no_footprint, {{in_box}} AS in_box, {{at_level}} AS at_level
+           r.conformance, r.bbox IS NULL AS no_footprint, {{in_box}} AS in_box, {{at_level}} AS at_level
     FROM {{source}}
     WHERE {{where}}
 ), matches AS NOT MATERIALIZED (
@@ -81,6 +89,8 @@ SELECT
           GROUP BY c ORDER BY count(*) DESC, c),
     {{levels}},
     ARRAY(SELECT ARRAY[last_status, {{count}}::text] FROM counted GROUP BY last_status ORDER BY last_status),
+    ARRAY(SELECT ARRAY[conformance, {{count}}::text] FROM counted WHERE conformance IS NOT NULL
+          GROUP BY conformance ORDER BY {_CONFORMANCE_ORDER.format(column="conformance")}),
     (SELECT json_agg(json_build_array(
          r.id, r.url, r.type, r.version, r.title, left(r.abstract, {ABSTRACT_CHARS}), r.provider, r.keywords,
          (SELECT count(*) FROM datasets d WHERE d.resource_id = r.id),
@@ -91,7 +101,9 @@ SELECT
          page.rank,
          r.last_status,
          ARRAY(SELECT c FROM datasets d, unnest(d.concepts) c WHERE d.resource_id = r.id
-               GROUP BY c ORDER BY count(*) DESC, c LIMIT {TOP_CONCEPTS})
+               GROUP BY c ORDER BY count(*) DESC, c LIMIT {TOP_CONCEPTS}),
+         r.conformance,
+         r.defects
      ) ORDER BY {{outer}})
      FROM page JOIN resources r ON r.id = page.id)
 """
@@ -137,6 +149,9 @@ def _filters(query: SearchQuery) -> tuple[list[str], dict]:
     if query.provider is not None:
         params["provider"] = query.provider
         where.append("r.provider = %(provider)s")
+    if query.conformance:
+        params["conformance"] = list(query.conformance)
+        where.append("r.conformance = ANY(%(conformance)s)")
     if query.no_footprint:
         where.append("r.bbox IS NULL")
     if query.answering:
@@ -180,10 +195,10 @@ def _in_box(query: SearchQuery) -> tuple[str, dict]:
 def search_statement(query: SearchQuery, exact_facets: int = EXACT_FACETS) -> tuple[str, dict]:
     """The statement and parameters of a search. Its one row: the total; the candidates (matches of every
     filter but the box; NULL without a box) and those of them without a footprint, as an array of two; the
-    type, provider, concept, level and status facets as arrays of [value, count], estimated above
-    ``exact_facets`` matches (the level facet of a search at one level counts every level, exactly); and the
-    page of results as a JSON array of rows, one row more than the page (so the caller knows whether another
-    page follows)."""
+    type, provider, concept, level, status and conformance facets as arrays of [value, count], estimated
+    above ``exact_facets`` matches (the level facet of a search at one level counts every level, exactly);
+    and the page of results as a JSON array of rows, one row more than the page (so the caller knows whether
+    another page follows)."""
     where, params = _filters(query)
     in_box, box_params = _in_box(query)
     at_level, level_params = _at_level(query)
@@ -195,7 +210,9 @@ def search_statement(query: SearchQuery, exact_facets: int = EXACT_FACETS) -> tu
     rank, order, outer, materialized = "NULL::real", "id DESC", "r.id DESC", "NOT MATERIALIZED"
     if query.text:
         rank = f"ts_rank(r.search, {text_query(query)})"
-        order, outer, materialized = "rank DESC, id DESC", "page.rank DESC, r.id DESC", "MATERIALIZED"
+        order = _ranked_order("rank", "conformance", "id")
+        outer = _ranked_order("page.rank", "r.conformance", "r.id")
+        materialized = "MATERIALIZED"
     # without a box, the matches without a footprint are among the matches
     unboxed = "ARRAY[NULL, (SELECT count(*) FROM matches WHERE no_footprint)]"
     if query.bbox:
@@ -233,7 +250,9 @@ def chosen_statement(query: SearchQuery, limit: int) -> tuple[str, dict]:
     at_level, level_params = _at_level(query)
     where += [in_box, at_level]
     params.update(box_params | level_params, chosen_limit=limit)
-    order = f"ts_rank(r.search, {text_query(query)}) DESC, r.id DESC" if query.text else "r.id DESC"
+    order = "r.id DESC"
+    if query.text:
+        order = _ranked_order(f"ts_rank(r.search, {text_query(query)})", "r.conformance", "r.id")
     where_sql = "\n      AND ".join(where)
     level, source_page, seen = _sighting(query)
     sql = (
@@ -241,6 +260,11 @@ def chosen_statement(query: SearchQuery, limit: int) -> tuple[str, dict]:
         f"FROM {_source(query, 'resources')}\nWHERE {where_sql}\nORDER BY {order} LIMIT %(chosen_limit)s"
     )
     return sql, params
+
+
+def _ranked_order(rank: str, conformance: str, resource_id: str) -> str:
+    """The order of a text search's matches: by rank, equal ranks by conformance, then the newest first."""
+    return f"{rank} DESC, {_CONFORMANCE_ORDER.format(column=conformance)}, {resource_id} DESC"
 
 
 def _source(query: SearchQuery, table: str) -> str:

@@ -103,12 +103,13 @@
   const FILTERS = ["run", "level", "concept", "provider"]; // the menus among the filters
 
   // The filters as the API and the page's address both name them: q, type (repeated), run, level, concept,
-  // provider, answering=true, footprint=none.
+  // provider, answering=true, footprint=none, conformance (repeated).
   function filterParams() {
     const params = new URLSearchParams();
     const text = $("q").value.trim();
     if (text) params.set("q", text);
     for (const box of document.querySelectorAll("#types input:checked")) params.append("type", box.value);
+    for (const box of document.querySelectorAll("#conformance input:checked")) params.append("conformance", box.value);
     for (const id of FILTERS) if ($(id).value) params.set(id, $(id).value);
     if ($("answering").checked) params.set("answering", "true");
     if (withoutFootprint) params.set("footprint", "none");
@@ -196,10 +197,12 @@
   // sample when there are many matches (the API says so): "about" each.
   function showFacets(facets, estimated) {
     const count = (n) => (estimated && n ? `about ${n}` : `${n}`);
-    const types = new Map(facets.type.map((t) => [t.value, t.resources]));
-    for (const label of document.querySelectorAll("#types label")) {
-      const box = label.querySelector("input");
-      label.lastChild.textContent = ` ${box.value} (${count(types.get(box.value) || 0)})`;
+    for (const [id, facet] of [["types", facets.type], ["conformance", facets.conformance]]) {
+      const counts = new Map(facet.map((f) => [f.value, f.resources]));
+      for (const label of document.querySelectorAll(`#${id} label`)) {
+        const box = label.querySelector("input");
+        label.lastChild.textContent = ` ${box.value} (${count(counts.get(box.value) || 0)})`;
+      }
     }
     const concepts = new Map(facets.concept.map((c) => [c.id, c.resources]));
     for (const option of $("concept").options) {
@@ -239,6 +242,21 @@
     dead: "it failed its checks many times in a row: kept, and checked again now and then",
   };
 
+  // How well an OGC service's capabilities follow its standard. A conformant one gets no badge, as a service
+  // that answers gets none: only what may need a second look is marked.
+  const CONFORMANCE_TITLES = {
+    conformant: "OWSLib reads its capabilities whole and found no defect",
+    readable: "its capabilities were read despite defects",
+    identified: "only its type and version could be read from its capabilities",
+  };
+
+  function conformanceBadge(resource) {
+    if (!resource.conformance || resource.conformance === "conformant") return null;
+    const defects = resource.defects.length ? `: ${resource.defects.join("; ")}` : "";
+    return el("span", { class: `conformance ${resource.conformance}`,
+      title: `${CONFORMANCE_TITLES[resource.conformance] || ""}${defects}` }, resource.conformance);
+  }
+
   function documentLabel(type) {
     if (FILE_TYPES.has(type)) return "File";
     return OGC_TYPES.has(type) ? "Capabilities" : "Endpoint"; // an OGC API, STAC or ArcGIS REST root
@@ -269,7 +287,7 @@
       { "data-id": String(hit.id) },
       el("div", null, el("span", { class: "type" }, hit.type), title,
         hit.status === "ok" ? null : el("span", { class: `status ${hit.status}`, title: STATUS_TITLES[hit.status] },
-          hit.status)),
+          hit.status), conformanceBadge(hit)),
       el("div", { class: "url" }, link(hit.url)),
       el(
         "div",
@@ -324,6 +342,10 @@
       ["Found on", resource.source_page ? link(resource.source_page) : null],
       ["Search keyword", resource.keyword],
       ["Level", resource.level === null ? null : String(resource.level)],
+      ["Conformance", resource.conformance && `${resource.conformance}: ${CONFORMANCE_TITLES[resource.conformance]}`],
+      ["Defects", resource.defects.length ? el("ul", { class: "defects" },
+        ...resource.defects.map((defect) => el("li", null, defect))) : null],
+      ["OWSLib", resource.owslib_error],
       ["Runs", resource.runs.map((r) => `${r.run_id} (level ${r.level})`).join(", ")],
       ["First seen", resource.first_seen],
       ["Last seen", resource.last_seen],
@@ -507,6 +529,11 @@
         return el("label", null, box, ` ${t.type} (${t.resources})`);
       }),
     );
+    $("conformance").append(...Object.entries(CONFORMANCE_TITLES).map(([level, title]) => {
+      const box = el("input", { type: "checkbox", value: level });
+      box.addEventListener("change", () => search(true));
+      return el("label", { title }, box, ` ${level}`);
+    }));
     for (const run of runs) $("run").append(el("option", { value: run.run_id }, `${run.run_id} (${run.resources})`));
     for (const c of concepts) {
       conceptLabels.set(c.id, c.label);
@@ -559,12 +586,15 @@
   });
 
   // A link into GeoHub (a run's report, a shared search) names its filters in the address:
-  // q, type (repeated), run, level, concept, provider, answering=true, in_view=false, footprint=none, offset.
+  // q, type (repeated), run, level, concept, provider, answering=true, in_view=false, footprint=none,
+  // conformance (repeated), offset.
   function applyAddress() {
     const address = new URLSearchParams(location.search);
     if (address.has("q")) $("q").value = address.get("q");
-    const types = new Set(address.getAll("type"));
-    for (const box of document.querySelectorAll("#types input")) box.checked = types.has(box.value);
+    for (const [id, name] of [["types", "type"], ["conformance", "conformance"]]) {
+      const chosen = new Set(address.getAll(name));
+      for (const box of document.querySelectorAll(`#${id} input`)) box.checked = chosen.has(box.value);
+    }
     const run = address.get("run");
     if (run && ![...$("run").options].some((o) => o.value === run)) $("run").append(el("option", { value: run }, run));
     const level = address.get("level");
