@@ -534,3 +534,67 @@ def test_the_export_button_downloads_the_search(browser, geohub_server, tmp_path
     href = browser.evaluate("document.getElementById('export').href")
     assert urlsplit(href).path.endswith("/geohub/api/qgis-connections.xml")
     assert parse_qs(urlsplit(href).query)["service"] == ["WMS"]
+
+
+def conformance_counts(browser: Chromium) -> dict[str, int]:
+    labels = browser.evaluate(
+        "[...document.querySelectorAll('#conformance label')].map(l => l.textContent.trim())"
+    )
+    return {label.split(" (")[0]: int(label.split(" (")[1].rstrip(")")) for label in labels}
+
+
+def test_conformance_is_a_badge_a_detail_and_a_filter(browser, geohub_server):
+    log_in(browser, geohub_server)
+    wait_for_results(browser, [])
+    assert conformance_counts(browser) == {"conformant": 1, "readable": 1, "identified": 0}  # the map area's
+
+    # only what may need a second look is marked, its defects in the badge's tooltip
+    search_for(browser, "alpine lake survey")
+    assert browser.evaluate(f"{HITS}.filter(li => li.querySelector('.conformance')).length") == 0
+    before = searches(browser)
+    browser.click("#next")  # equal ranks: the readable one last, on the second page
+    wait_for_results(browser, before)
+    badges = browser.evaluate(
+        f"{HITS}.map(li => li.querySelector('.conformance')).filter(b => b).map(b => [b.textContent, b.title])"
+    )
+    assert badges == [
+        ["readable", f"its capabilities were read despite defects: {'; '.join(data.SURVEY_DEFECTS)}"]
+    ]
+    assert browser.evaluate(HIT_TITLES)[-1] == data.READABLE_SURVEY.title
+
+    # the detail names the level, each defect and OWSLib's reason
+    open_detail(browser, data.READABLE_SURVEY.title)
+    fields = detail_fields(browser)
+    assert fields["Conformance"] == "readable: its capabilities were read despite defects"
+    assert fields["OWSLib"] == data.SURVEY_OWSLIB_ERROR
+    defects = browser.evaluate(
+        "[...document.querySelectorAll('#detail-fields ul.defects li')].map(li => li.textContent)"
+    )
+    assert defects == data.SURVEY_DEFECTS
+    browser.click("#back")
+    open_detail(browser, data.CONFORMANT_SURVEY.title)
+    assert detail_fields(browser)["Conformance"].startswith("conformant: OWSLib reads its capabilities whole")
+    assert "Defects" not in detail_fields(browser) and "OWSLib" not in detail_fields(browser)
+    browser.click("#back")
+
+    # the filter: in the search, in the address, kept by a reload
+    before = searches(browser)
+    browser.evaluate(
+        "(box => { box.checked = true; box.dispatchEvent(new Event('change')); })"
+        "(document.querySelector('#conformance input[value=conformant]'))"
+    )
+    url = wait_for_results(browser, before)
+    assert parse_qs(urlsplit(url).query)["conformance"] == ["conformant"]
+    assert browser.evaluate(HIT_TITLES) == [data.CONFORMANT_SURVEY.title]
+    assert parse_qs(browser.evaluate("location.search.slice(1)")) == {
+        "q": ["alpine lake survey"], "conformance": ["conformant"],
+    }  # fmt: skip
+    browser.navigate(f"{geohub_server.base_url}/geohub/?conformance=identified&in_view=false")
+    browser.wait_for(f"/^Results 1\u20131 of 1/.test({STATUS})")
+    assert browser.evaluate(
+        "[...document.querySelectorAll('#conformance input:checked')].map(b => b.value)"
+    ) == ["identified"]
+    assert browser.evaluate(f"{HITS}.map(li => li.querySelector('.conformance').textContent)") == [
+        "identified"
+    ]
+    assert browser.evaluate(HIT_TITLES) == [data.TILES.url]  # no title: shown by its address
