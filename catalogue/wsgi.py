@@ -13,6 +13,8 @@ from pathlib import Path
 
 from pycsw.server import Csw
 
+from catalogue.quality import use_harvest_profile
+
 HERE = Path(__file__).parent
 PYCSW_CONFIG = str(HERE / "pycsw.cfg")
 SETTINGS = ("GEOWEB_CATALOGUE_DB", "GEOWEB_CATALOGUE_URL", "GEOWEB_CATALOGUE_PORT", "PYGEOAPI_OPENAPI")
@@ -23,6 +25,7 @@ if missing:  # pycsw would advertise "${GEOWEB_CATALOGUE_URL}" and fail only at 
         f"the catalogue needs the environment variables {', '.join(missing)} (docs/catalogue.md)"
     )
 os.environ["PYGEOAPI_CONFIG"] = str(HERE / "pygeoapi.yml")
+use_harvest_profile()  # ISO records with the conformance level
 
 
 def _write_openapi() -> None:

@@ -1,5 +1,6 @@
 """CSW 2.0.2 through GeoHub's /geohub/csw, read with OWSLib's client (the library QGIS MetaSearch uses): what
-the harvest holds, found by text, box and type, paged, and each service's link leading to its capabilities."""
+the harvest holds, found by text, box and type, paged, each service's link leading to its capabilities, and a
+service's conformance level in its ISO record's data quality."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from owslib.csw import CatalogueServiceWeb
 from owslib.wfs import WebFeatureService
 from owslib.wms import WebMapService
 
-from geoweb.models import FILE_TYPES, Page, Resource
+from geoweb.models import FILE_TYPES, Conformance, Page, Resource
 from geoweb.store import Store
 from tests.catalogue.conftest import CRAWL_RUN, crawled
 from tests.geohub import data
@@ -18,6 +19,8 @@ from tests.geohub import data
 pytestmark = pytest.mark.testweb
 
 EPSG_4326 = "urn:ogc:def:crs:EPSG::4326"  # latitude first, as CSW 2.0.2 boxes in EPSG:4326 are
+ISO_19139 = "http://www.isotc211.org/2005/gmd"
+SITE = "http://quality.example/"
 
 
 @pytest.fixture(scope="module")
@@ -194,3 +197,53 @@ def test_what_a_harvest_loads_or_removes_is_in_the_catalogue_at_once(csw, catalo
             with store.conn, store.conn.cursor() as cur:
                 cur.execute("DELETE FROM resources WHERE url = %s", (fresh.url,))
     assert records(csw, text) == {}
+
+
+def test_a_services_conformance_level_is_its_iso_records_data_quality(csw, catalogue_dsn):
+    """What QGIS MetaSearch shows of an ISO record: the standard, passed or not, and the lineage statement."""
+    conformant = Resource(
+        url="http://conformant.example/wms", type="WMS", version="1.3.0", title="Conformant glaciers",
+        conformance=Conformance.CONFORMANT,
+    )  # fmt: skip
+    readable = Resource(
+        url="http://readable.example/wms", type="WMS", version="1.1.1", title="Readable glaciers",
+        conformance=Conformance.READABLE, defects=["no Capability/Request section", "decimal commas"],
+        owslib_error="OWSLib's WMS reader cannot read it: TypeError: 'NoneType' object is not iterable",
+    )  # fmt: skip
+    urls = [conformant.url, readable.url]
+    with Store(catalogue_dsn) as store:
+        store.frontier.commit_pages(
+            CRAWL_RUN, [Page(SITE, None, 0, [conformant, readable])], 1, keyword_of={}
+        )
+        try:
+            ids = dict(stored(catalogue_dsn, "SELECT url, 'urn:geoweb:resource:' || id FROM resources "
+                              "WHERE url = ANY(%s)", urls))  # fmt: skip
+            csw.getrecordbyid([ids[url] for url in urls], outputschema=ISO_19139)
+            good, sloppy = (csw.records[ids[url]].dataquality for url in urls)
+            assert (good.conformancetitle, good.conformancedegree, good.lineage) == (
+                ["OGC WMS 1.3.0"],
+                ["true"],
+                "Capabilities document read whole by OWSLib",
+            )
+            assert (sloppy.conformancetitle, sloppy.conformancedegree, sloppy.lineage) == (
+                ["OGC WMS 1.1.1"],
+                ["false"],
+                "Capabilities document readable: no Capability/Request section; decimal commas; "
+                "OWSLib's WMS reader cannot read it: TypeError: 'NoneType' object is not iterable",
+            )
+        finally:
+            with store.conn, store.conn.cursor() as cur:
+                cur.execute("DELETE FROM resources WHERE url = ANY(%s)", (urls,))
+
+
+def test_what_nothing_judges_has_no_data_quality_and_brief_records_none(csw, catalogue_dsn):
+    [(identifier,)] = stored(catalogue_dsn, "SELECT 'urn:geoweb:resource:' || id FROM resources "
+                             "WHERE type = 'KML' AND conformance IS NULL LIMIT 1")  # fmt: skip
+    csw.getrecordbyid([identifier], outputschema=ISO_19139)
+    assert csw.records[identifier].dataquality is None
+    [(judged,)] = stored(catalogue_dsn, "SELECT 'urn:geoweb:resource:' || id FROM resources "
+                         "WHERE conformance IS NOT NULL LIMIT 1")  # fmt: skip
+    csw.getrecordbyid([judged], esn="brief", outputschema=ISO_19139)
+    assert csw.records[judged].dataquality is None  # ISO's full element set only
+    csw.getrecordbyid([judged], outputschema=ISO_19139)
+    assert csw.records[judged].dataquality.conformancedegree in (["true"], ["false"])

@@ -1,5 +1,6 @@
-"""The view of migration 0014 that the catalogue (pycsw) reads: one record per resource of every type, with
-the protocol of its link, text that XML can hold and pycsw can split, and the box filters on the index."""
+"""The view of migrations 0014 and 0019 that the catalogue (pycsw) reads: one record per resource of every type,
+with the protocol of its link, text that XML can hold and pycsw can split, the box filters on the index, and a
+judged service's conformance level in pycsw's data quality columns."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from lxml import etree
 
-from geoweb.models import ALL_TYPES, FILE_TYPES, Dataset, Resource
+from geoweb.models import ALL_TYPES, FILE_TYPES, Conformance, Dataset, Resource
 from geoweb.store import Store
 from tests.store.pages import page
 from tests.store.queries import rows, scalar
@@ -26,13 +27,38 @@ HOSTILE = Resource(
     datasets=[Dataset(name="rivers", bbox=(1.0, 2.0, 3.0, 4.0), concepts=["river"])],
 )  # fmt: skip
 
+# Services at each conformance level (an OWSLib message may quote what XML cannot hold)
+CONFORMANT = Resource(
+    url=f"{SITE}/conformant/wms",
+    type="WMS",
+    version="1.3.0",
+    title="Conformant",
+    conformance=Conformance.CONFORMANT,
+)
+READABLE = Resource(
+    url=f"{SITE}/readable/wms", type="WMS", version="1.1.1", title="Readable", conformance=Conformance.READABLE,
+    defects=["no Capability/Request section", "decimal commas in boxes, read as points"],
+    owslib_error="OWSLib's WMS reader cannot read it: TypeError: 'NoneType'\x01 object is not iterable",
+)  # fmt: skip
+IDENTIFIED = Resource(
+    url=f"{SITE}/identified/wfs", type="WFS", version="2.0.0", conformance=Conformance.IDENTIFIED,
+    defects=["not readable by OWSLib's WFS reader"],
+)  # fmt: skip
+
 
 def resources() -> list[Resource]:
     every_type = [
         Resource(url=f"{SITE}/{t.lower()}", type=t, title=f"A {t}", bbox=(10.0, 40.0, 11.0, 41.0))
         for t in ALL_TYPES
     ]
-    return [*every_type, HOSTILE, Resource(url=f"{SITE}/nowhere", type="WPS")]
+    return [
+        *every_type,
+        HOSTILE,
+        Resource(url=f"{SITE}/nowhere", type="WPS"),
+        CONFORMANT,
+        READABLE,
+        IDENTIFIED,
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -94,3 +120,38 @@ def test_the_box_is_a_typed_geometry_filtered_on_the_index(store):
         )
         plan = " ".join(line for (line,) in cur.fetchall())
     assert "resources_bbox_multipolygon" in plan
+
+
+def quality(store: Store, resource: Resource) -> tuple:
+    found = record(store, resource.url, resource.type)
+    return found["specificationtitle"], found["degree"], found["lineage"]
+
+
+def test_a_judged_service_has_its_standard_pass_and_statement(store):
+    assert quality(store, CONFORMANT) == (
+        "OGC WMS 1.3.0",
+        "true",
+        "Capabilities document read whole by OWSLib",
+    )
+    assert quality(store, READABLE) == (
+        "OGC WMS 1.1.1",
+        "false",
+        "Capabilities document readable: no Capability/Request section; decimal commas in boxes, read as points; "
+        "OWSLib's WMS reader cannot read it: TypeError: 'NoneType' object is not iterable",
+    )
+    assert quality(store, IDENTIFIED) == (
+        "OGC WFS 2.0.0",
+        "false",
+        "Capabilities document identified by its type and version only: not readable by OWSLib's WFS reader",
+    )
+
+
+def test_what_nothing_judges_has_no_data_quality(store):
+    for unjudged in (
+        HOSTILE,
+        Resource(url=f"{SITE}/wms", type="WMS"),
+        Resource(url=f"{SITE}/kml", type="KML"),
+    ):
+        found = record(store, unjudged.url, unjudged.type)
+        assert (found["specificationtitle"], found["degree"], found["lineage"]) == (None, None, None)
+        assert (found["specificationdate"], found["specificationdatetype"]) == (None, None)
