@@ -38,7 +38,8 @@ from geoweb.detect.ogc.common import (
     points_to_endpoint,
     unique_by_name,
 )
-from geoweb.detect.ogc.pool import ValidationCrashed, ValidationMemory, ValidationTimeout, validation_pool
+from geoweb.detect.ogc.pool import ValidationCrashed, ValidationMemory, ValidationTimeout
+from geoweb.detect.ogc.readings import readings
 from geoweb.errors import GeowebError, MalformedContent, UnsafeContent
 from geoweb.fetch.response import Response
 from geoweb.models import OGC_TYPES, Conformance, Resource, sha256, union_bbox
@@ -150,16 +151,16 @@ def read_capabilities(body: bytes, url: str, *, max_bytes: int = DEFAULT_MAX_BYT
 
 
 async def read_response(response: Response, settings: Settings) -> Resource:
-    """``read_capabilities`` on a fetched response, in the validation pool, at the endpoint it came from (not
-    the one the document claims: documents lie). Only documents whose root ``sniff`` finds worth reading
-    go to the pool; the rest are NotCapabilities at once."""
+    """``read_capabilities`` on a fetched response, in the validation pool (once per distinct body:
+    ``readings``), at the endpoint it came from (not the one the document claims: documents lie). Only
+    documents whose root ``sniff`` finds worth reading go to the pool; the rest are NotCapabilities at once."""
     if not response.complete:
         raise MalformedContent(f"body cut at {len(response.body)} bytes")
     root = sniff(response.body, max_bytes=settings.max_xml_bytes)
     if not worth_reading(root):
         raise NotCapabilities(f"root element {etree.QName(*root).text} is no capabilities root")
     endpoint = canonical_endpoint(response.final_url)
-    return await validation_pool(settings).read(response.body, endpoint, settings.max_xml_bytes)
+    return await readings(settings).read(response.body, endpoint, settings.max_xml_bytes)
 
 
 class OGCDetector(Detector):
