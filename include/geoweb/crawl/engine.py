@@ -17,16 +17,17 @@ from collections.abc import Callable, Collection, Iterable
 from datetime import UTC, datetime
 
 from geoweb.crawl.collector import survivors_frozen
+from geoweb.crawl.pagestates import PageStates
 from geoweb.crawl.report import CrawlReport
 from geoweb.detect.base import DetectContext, Detector
-from geoweb.errors import FetchError, GeowebError, RobotsDisallowed
+from geoweb.errors import BadResponse, FetchError, GeowebError, RobotsDisallowed
 from geoweb.fetch.memory import OverMemoryBudget
 from geoweb.fetch.response import Response
 from geoweb.links.extract import extract_links
 from geoweb.links.filters import HostBudget, URLFilters
 from geoweb.links.normalize import origin
 from geoweb.links.priority import LinkScorer, apply_budget, by_priority, recall_curve
-from geoweb.models import ALL_TYPES, LevelStats, Link, Page, RecordedLink, Resource
+from geoweb.models import ALL_TYPES, LevelStats, Link, Page, RecordedLink, Resource, resource_from_record
 from geoweb.semantic import tag_datasets_in_turns
 from geoweb.settings import Settings
 
@@ -65,6 +66,7 @@ class Crawler:
         types: Collection[str] = ALL_TYPES,
         stats: Counter | None = None,
         scorer: LinkScorer | None = None,
+        pages: PageStates | None = None,
     ):
         self.settings = settings
         self.stats = stats if stats is not None else Counter()
@@ -78,6 +80,7 @@ class Crawler:
         self.set_aside: dict[str, str] = {}
         self.fetch = fetch
         self.scorer = scorer or LinkScorer.default()
+        self.pages = pages  # what earlier runs read of each URL: unchanged pages are carried over
         self.ctx = DetectContext(
             fetch=fetch, settings=settings, types=self.types, first_time=seen.add, stats=self.stats
         )
@@ -332,10 +335,24 @@ class Crawler:
         self, url: str, source: str | None, level: int, follow: bool
     ) -> tuple[int, list[Resource], list[Link]]:
         """Fetch one URL, detect resources in it, and (for HTML pages) collect its new links; returns the
-        response's status with them."""
-        response = await self.fetch(url)
+        response's status with them. A page earlier runs read, unchanged since (``pages``), is carried over
+        unread."""
+        known = self.pages.get(url) if self.pages is not None else None
+        asked = known.conditions(time.time()) if known is not None else {}
+        response = await (self.fetch(url, headers=asked) if asked else self.fetch(url))
         if response.final_url != url:
             self.seen.add(response.final_url)
+        if self.pages is not None:
+            unchanged = self.pages.unchanged(url, response, asked)
+            if unchanged is not None:
+                self.stats[f"unchanged/{unchanged}"] += 1
+                found = await self.record(
+                    [resource_from_record(r) for r in known.resources], level, source, tag=False
+                )
+                return response.status, found, self.scored(known.links, url, level) if follow else []
+            if response.status == 304:
+                raise BadResponse("304 Not Modified to a request that sent no validator", url=url)
+            self.pages.failed(url, response.status)
         resources = []
         for detector in self.detectors:
             if not detector.accepts(response):
@@ -351,17 +368,27 @@ class Crawler:
                 log.exception("%s: detector %s crashed", url, detector.name)
                 continue
             resources.extend(await self.record(found, level, source))
-        links: list[Link] = []
+        extracted: list[tuple[str, str]] = []
         if follow and response.status < 400 and looks_like_html(response):
-            for link, anchor in extract_links(response.text(), response.final_url):
-                admitted = self.admit(link)
-                if admitted:
-                    links.append(Link(admitted, url, self.scorer.score(admitted, anchor, level + 1)))
-        return response.status, resources, links
+            extracted = list(extract_links(response.text(), response.final_url))
+        if self.pages is not None and response.status == 200:
+            self.pages.remember(url, response, extracted, resources)
+        return response.status, resources, self.scored(extracted, url, level)
 
-    async def record(self, found: list[Resource], level: int, source: str | None) -> list[Resource]:
+    def scored(self, extracted: Iterable[tuple[str, str]], url: str, level: int) -> list[Link]:
+        """The next level's links of a page, from its (link, anchor text) pairs: admitted and scored."""
+        links = []
+        for link, anchor in extracted:
+            admitted = self.admit(link)
+            if admitted:
+                links.append(Link(admitted, url, self.scorer.score(admitted, anchor, level + 1)))
+        return links
+
+    async def record(
+        self, found: list[Resource], level: int, source: str | None, *, tag: bool = True
+    ) -> list[Resource]:
         """Keep each (url, type) once per run, of the wanted types, stamped with level and source page, its
-        datasets tagged with concepts."""
+        datasets tagged with concepts (unless carried over tagged)."""
         kept = []
         now = datetime.now(UTC).isoformat(timespec="seconds")
         for r in found:
@@ -369,6 +396,7 @@ class Crawler:
                 continue
             self.found.add(r.key)
             r.level, r.source_page, r.discovered_at = level, source, now
-            await tag_datasets_in_turns(r.datasets, self.settings.concept_lcs_threshold)
+            if tag:
+                await tag_datasets_in_turns(r.datasets, self.settings.concept_lcs_threshold)
             kept.append(r)
         return kept

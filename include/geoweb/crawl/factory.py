@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Collection
 from contextlib import asynccontextmanager
 
 from geoweb.crawl.engine import Crawler
+from geoweb.crawl.pagestates import PageStates
 from geoweb.dedup import BloomFilter
 from geoweb.detect import load_detectors
 from geoweb.fetch.fetcher import Fetcher
@@ -18,7 +19,11 @@ from geoweb.settings import Settings
 
 @asynccontextmanager
 async def open_crawler(
-    settings: Settings, *, types: Collection[str] = ALL_TYPES, stats: Counter | None = None
+    settings: Settings,
+    *,
+    types: Collection[str] = ALL_TYPES,
+    stats: Counter | None = None,
+    pages: PageStates | None = None,
 ) -> AsyncIterator[Crawler]:
     """A Crawler of ``types`` over a Fetcher open for the block, both counting into ``stats`` (a new Counter
     by default: ``crawler.stats``). Its ``seen`` is a Bloom filter sized by ``settings.expected_urls`` and
@@ -33,4 +38,5 @@ async def open_crawler(
             seen=BloomFilter(settings.expected_urls, settings.bloom_error_rate),
             types=types,
             stats=stats,
+            pages=pages,
         )

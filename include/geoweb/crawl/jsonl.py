@@ -1,5 +1,7 @@
 """The in-memory crawl of ``geoweb crawl``: every level from the seeds in one process, no database, each
-resource found written as a JSON line."""
+resource found written as a JSON line. With a state file (``pagestates``), a run carries over what has not
+changed since the run before, and its lines list every resource the crawl holds, each with this run's
+verdict (new, changed, unchanged, gone)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from collections.abc import Collection, Iterable
 from typing import Any, TextIO
 
 from geoweb.crawl.factory import open_crawler
+from geoweb.crawl.pagestates import PageStates
 from geoweb.crawl.report import CrawlReport
 from geoweb.models import Page
 from geoweb.settings import Settings
@@ -17,17 +20,28 @@ TURN = 64  # datasets encoded between two turns of the event loop: a 2,000-layer
 
 
 async def crawl_to_jsonl(
-    seeds: Iterable[str], settings: Settings, types: Collection[str], out: TextIO
+    seeds: Iterable[str],
+    settings: Settings,
+    types: Collection[str],
+    out: TextIO,
+    states: PageStates | None = None,
 ) -> CrawlReport:
     """Crawl from ``seeds`` up to ``settings.max_level`` with the crawler of ``open_crawler``, writing the
     resources of each page to ``out`` as it is done; returns the report. A writer task encodes the lines
-    beside the crawl, a batch of datasets at a time, so a large service never stalls the fetches."""
+    beside the crawl, a batch of datasets at a time, so a large service never stalls the fetches. With
+    ``states``, each line has its verdict, the resources held but not found follow the run, and the states
+    are saved."""
     pages: asyncio.Queue[Page | None] = asyncio.Queue()
+    found_keys: set[str] = set()
 
     async def writer() -> None:
         while (page := await pages.get()) is not None:
             for resource in page.resources:
-                await write_line(out, resource.to_record())
+                record = resource.to_record()
+                if states is not None:
+                    found_keys.add(record["url"] + "\n" + record["type"])
+                    record["verdict"] = states.verdict(record)
+                await write_line(out, record)
             out.flush()
 
     def found(page: Page) -> None:
@@ -38,11 +52,16 @@ async def crawl_to_jsonl(
 
     written = asyncio.create_task(writer())
     try:
-        async with open_crawler(settings, types=types) as crawler:
+        async with open_crawler(settings, types=types, pages=states) as crawler:
             report = await crawler.crawl(seeds, on_page=found)
     finally:
         pages.put_nowait(None)
         await written
+    if states is not None:
+        for record, verdict in states.not_found_again(found_keys):
+            await write_line(out, {**record, "verdict": verdict})
+        out.flush()
+        states.save()
     return report
 
 

@@ -17,6 +17,7 @@ from geoweb.models.resources import (
     Dataset,
     Resource,
     ResourceStatus,
+    resource_from_record,
     sha256,
     union_bbox,
 )
@@ -26,6 +27,6 @@ __all__ = [
     "ALL_TYPES", "ARCGIS_TYPES", "DATASET_FIELDS", "FILE_TYPES", "OGCAPI_TYPES", "OGC_TYPES", "STAC_TYPES",
     "BBox", "CheckOutcome", "CheckResult", "Conformance", "Dataset", "Due", "LevelStats", "Link",
     "OnlineResource", "Page", "Record", "RecordStatus", "RecordedLink", "Resource", "ResourceStatus",
-    "RunStatus", "Scene", "ScheduleState", "ScheduleStatus", "SourceStatus", "URLStatus", "sha256",
-    "union_bbox",
+    "RunStatus", "Scene", "ScheduleState", "ScheduleStatus", "SourceStatus", "URLStatus",
+    "resource_from_record", "sha256", "union_bbox",
 ]  # fmt: skip

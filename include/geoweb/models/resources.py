@@ -108,6 +108,21 @@ class Resource:
         }
 
 
+def resource_from_record(record: dict[str, Any]) -> Resource:
+    """The resource a ``Resource.to_record()`` record describes, as JSON gives it back."""
+    datasets = [
+        Dataset(**{**d, "bbox": tuple(d["bbox"]) if d.get("bbox") else None}) for d in record["dataset_list"]
+    ]
+    return Resource(
+        url=record["url"], type=record["type"], version=record["version"], title=record["title"],
+        abstract=record["abstract"], keywords=record["keywords"], provider=record["provider"], datasets=datasets,
+        bbox=tuple(record["bbox"]) if record["bbox"] else None, extra=record["extra"],
+        conformance=record.get("conformance"), defects=record.get("defects", []),
+        owslib_error=record.get("owslib_error"), level=record["level"], source_page=record["source_page"],
+        discovered_at=record["discovered_at"],
+    )  # fmt: skip
+
+
 def sha256(data: bytes) -> str | None:
     """The hex digest of a document, or None for an empty one (a body that was not downloaded)."""
     return hashlib.sha256(data).hexdigest() if data else None

@@ -1,0 +1,160 @@
+"""``geoweb crawl --state``: a second run over a small real loopback site asks with the validators it kept,
+carries over what did not change (a 304, or the same bytes) unread, finds every change, lists every resource
+it holds with its verdict, and survives servers that lie about their validators."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from email.utils import formatdate
+
+from aiohttp import web
+
+from geoweb.crawl import pagestates
+from geoweb.crawl.jsonl import crawl_to_jsonl
+from geoweb.crawl.pagestates import PageStates
+from geoweb.settings import Settings
+
+KML = """<?xml version="1.0" encoding="UTF-8"?>
+<kml xmlns="http://www.opengis.net/kml/2.2"><Document><name>{name}</name>
+<Placemark><name>A</name><Point><coordinates>10.0,50.0</coordinates></Point></Placemark>
+</Document></kml>"""
+LAST_WEEK = formatdate(1_700_000_000, usegmt=True)
+FUTURE = "Tue, 01 Jan 2099 00:00:00 GMT"
+
+
+class Site:
+    """Pages and KML files that a test edits between runs; records each request's conditional headers."""
+
+    def __init__(self):
+        self.requests: Counter = Counter()
+        self.conditional: dict[str, dict[str, str]] = {}
+        self.pages = {
+            "/": "<a href='/a.html'>a</a> <a href='/b.html'>b</a> <a href='/weak.html'>w</a>"
+            " <a href='/future.html'>f</a> <a href='/liar.html'>l</a>",
+            "/a.html": "<a href='/parks.kml'>parks</a> <a href='/changing.kml'>c</a> <a href='/gone.kml'>g</a>",
+            "/b.html": "<p>no validators, never changes</p>",
+            "/weak.html": "<p>a new weak ETag every time, the same bytes</p>",
+            "/future.html": "<p>modified in the future</p>",
+        }
+        self.kml = {"/parks.kml": "Parks", "/changing.kml": "Rivers", "/gone.kml": "Lakes"}
+        self.served = 0
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        path = request.path
+        self.requests[path] += 1
+        self.served += 1
+        self.conditional[path] = {
+            k: v for k, v in request.headers.items() if k in ("If-None-Match", "If-Modified-Since")
+        }
+        if path == "/liar.html":  # 304 to a request that sent no validator
+            return web.Response(status=304)
+        if path in self.kml:
+            body = KML.format(name=self.kml[path]).encode()
+            return self.answer(request, body, "application/vnd.google-earth.kml+xml", etag=f'"{hash(body)}"')
+        if path not in self.pages:
+            return web.Response(status=404, text="not found")
+        body = f"<html><body>{self.pages[path]}</body></html>".encode()
+        headers = {
+            "/": {"etag": f'"{hash(body)}"'},
+            "/a.html": {"last_modified": LAST_WEEK},
+            "/weak.html": {"etag": f'W/"{self.served}"'},
+            "/future.html": {"last_modified": FUTURE},
+        }.get(path, {})
+        return self.answer(request, body, "text/html", **headers)
+
+    @staticmethod
+    def answer(request, body: bytes, content_type: str, etag=None, last_modified=None) -> web.Response:
+        if etag and request.headers.get("If-None-Match") == etag:
+            return web.Response(status=304, headers={"ETag": etag})
+        if last_modified and request.headers.get("If-Modified-Since") == last_modified:
+            return web.Response(status=304)
+        headers = {"ETag": etag} if etag else {}
+        if last_modified:
+            headers["Last-Modified"] = last_modified
+        return web.Response(body=body, content_type=content_type, headers=headers)
+
+
+def run(site: Site, state, tmp_path, port: int | None = None):
+    """One ``geoweb crawl --state`` run: (records by path, the report, the port)."""
+
+    async def go():
+        app = web.Application()
+        app.router.add_route("GET", "/{tail:.*}", site.handle)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        tcp = web.TCPSite(runner, "127.0.0.1", port or 0)
+        await tcp.start()
+        bound = tcp._server.sockets[0].getsockname()[1]
+        settings = Settings(max_level=3).with_(allowed_hosts=frozenset({f"127.0.0.1:{bound}"}))
+        try:
+            with (tmp_path / "out.jsonl").open("w") as out:
+                report = await crawl_to_jsonl([f"http://127.0.0.1:{bound}/"], settings, ["KML"], out,
+                                              PageStates(state))  # fmt: skip
+        finally:
+            await runner.cleanup()
+        return report, bound
+
+    site.requests.clear()
+    report, bound = asyncio.run(go())
+    lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    return {r["url"].rsplit("/", 1)[1]: r for r in lines}, report, bound
+
+
+def test_a_second_run_carries_over_what_did_not_change_and_finds_every_change(tmp_path):
+    site, state = Site(), tmp_path / "crawl.state"
+    first, report, port = run(site, state, tmp_path)
+    assert {name: r["verdict"] for name, r in first.items()} == dict.fromkeys(
+        ["parks.kml", "changing.kml", "gone.kml"], "new"
+    )
+    assert report.stats["fail/bad_response"] == 1  # the liar's 304 to an unconditional request
+    assert state.exists()
+
+    site.kml["/changing.kml"] = "Rivers and canals"
+    del site.kml["/gone.kml"]
+    second, report, _ = run(site, state, tmp_path, port)
+    assert {name: r["verdict"] for name, r in second.items()} == {
+        "parks.kml": "unchanged", "changing.kml": "changed", "gone.kml": "gone",
+    }  # fmt: skip
+    assert second["changing.kml"]["title"] == "Rivers and canals"
+    # validators went back as sent; a Last-Modified in the future did not
+    assert site.conditional["/"]["If-None-Match"].startswith('"')
+    assert site.conditional["/a.html"] == {"If-Modified-Since": LAST_WEEK}
+    assert site.conditional["/future.html"] == {}
+    assert site.conditional["/weak.html"]["If-None-Match"].startswith('W/"')
+    # the index and a.html answered 304, parks.kml too; b.html and the weak ETag came whole, the same bytes
+    assert report.stats["unchanged/not_modified"] == 3
+    assert report.stats["unchanged/same_bytes"] == 3  # b.html, weak.html, future.html
+    assert report.stats["fail/bad_response"] == 1  # the liar still has nothing to carry over
+
+
+def test_a_new_link_on_a_changed_page_is_followed_and_its_resource_is_new(tmp_path):
+    site, state = Site(), tmp_path / "crawl.state"
+    _, _, port = run(site, state, tmp_path)
+    site.pages["/b.html"] = "<a href='/new.kml'>new</a>"
+    site.kml["/new.kml"] = "Forests"
+    second, _, _ = run(site, state, tmp_path, port)
+    assert second["new.kml"]["verdict"] == "new"
+    assert second["parks.kml"]["verdict"] == "unchanged"
+
+
+def test_every_url_is_read_whole_once_per_full_read_interval(tmp_path, monkeypatch):
+    site, state = Site(), tmp_path / "crawl.state"
+    _, _, port = run(site, state, tmp_path)
+    site.kml["/changing.kml"] = "Rivers and canals"
+    monkeypatch.setattr(pagestates, "FULL_READ_SECONDS", 0)  # an ETag that stays while the body changes
+    second, report, _ = run(site, state, tmp_path, port)
+    assert all(headers == {} for headers in site.conditional.values())
+    assert report.stats["unchanged/not_modified"] == 0
+    assert second["changing.kml"]["verdict"] == "changed"
+
+
+def test_the_change_rate_follows_the_visits_that_found_a_change():
+    page = pagestates.PageState(visits=10, changes=0)
+    assert page.change_rate(3600) == 0
+    page.changes = 5
+    assert 0 < page.change_rate(3600) < (page.changes / page.visits) / 3600 * 2
+    page.changes = 10  # changed every visit: a finite rate, not a division by zero
+    assert page.change_rate(3600) > 0
+    assert pagestates.PageState().change_rate(3600) is None
