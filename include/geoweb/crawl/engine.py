@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection, Iterable
 from datetime import UTC, datetime
 
 from geoweb.crawl.collector import survivors_frozen
-from geoweb.crawl.pagestates import PageStates
+from geoweb.crawl.pagestates import PageState, PageStates, Unchanged
 from geoweb.crawl.report import CrawlReport
 from geoweb.detect.base import DetectContext, Detector
 from geoweb.errors import BadResponse, FetchError, GeowebError, RobotsDisallowed
@@ -336,8 +336,11 @@ class Crawler:
     ) -> tuple[int, list[Resource], list[Link]]:
         """Fetch one URL, detect resources in it, and (for HTML pages) collect its new links; returns the
         response's status with them. A page earlier runs read, unchanged since (``pages``), is carried over
-        unread."""
+        unread; so is one the revisit budget leaves out, without a request."""
         known = self.pages.get(url) if self.pages is not None else None
+        if known is not None and not self.pages.due(url):
+            self.stats[f"unchanged/{Unchanged.NOT_DUE}"] += 1
+            return 304, *await self.carried_over(known, url, source, level, follow)
         asked = known.conditions(time.time()) if known is not None else {}
         response = await (self.fetch(url, headers=asked) if asked else self.fetch(url))
         if response.final_url != url:
@@ -346,10 +349,7 @@ class Crawler:
             unchanged = self.pages.unchanged(url, response, asked)
             if unchanged is not None:
                 self.stats[f"unchanged/{unchanged}"] += 1
-                found = await self.record(
-                    [resource_from_record(r) for r in known.resources], level, source, tag=False
-                )
-                return response.status, found, self.scored(known.links, url, level) if follow else []
+                return response.status, *await self.carried_over(known, url, source, level, follow)
             if response.status == 304:
                 raise BadResponse("304 Not Modified to a request that sent no validator", url=url)
             self.pages.failed(url, response.status)
@@ -372,8 +372,17 @@ class Crawler:
         if follow and response.status < 400 and looks_like_html(response):
             extracted = list(extract_links(response.text(), response.final_url))
         if self.pages is not None and response.status == 200:
-            self.pages.remember(url, response, extracted, resources)
+            self.pages.remember(url, response, extracted, resources, level)
         return response.status, resources, self.scored(extracted, url, level)
+
+    async def carried_over(
+        self, known: PageState, url: str, source: str | None, level: int, follow: bool
+    ) -> tuple[list[Resource], list[Link]]:
+        """A page as an earlier run read it: its resources recorded again (tagged then), its links scored."""
+        found = await self.record(
+            [resource_from_record(r) for r in known.resources], level, source, tag=False
+        )
+        return found, self.scored(known.links, url, level) if follow else []
 
     def scored(self, extracted: Iterable[tuple[str, str]], url: str, level: int) -> list[Link]:
         """The next level's links of a page, from its (link, anchor text) pairs: admitted and scored."""

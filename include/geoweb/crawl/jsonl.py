@@ -30,7 +30,8 @@ async def crawl_to_jsonl(
     resources of each page to ``out`` as it is done; returns the report. A writer task encodes the lines
     beside the crawl, a batch of datasets at a time, so a large service never stalls the fetches. With
     ``states``, each line has its verdict, the resources held but not found follow the run, and the states
-    are saved."""
+    are saved; their ``revisit_budget`` (None: all) bounds the known URLs requested, the others carried over
+    unasked."""
     pages: asyncio.Queue[Page | None] = asyncio.Queue()
     found_keys: set[str] = set()
 

@@ -12,15 +12,21 @@ carry over). A 304 with a body is a 304: the body is not read as the page. A wea
 unchanged body costs a download, not a parse: the signature decides. Last-Modified in the future is not sent
 back. An ETag that stays while the body changes is caught by reading every URL whole at least once per
 ``FULL_READ_SECONDS``.
+
+A run may revisit only some of the URLs it knows (``PageStates.revisit_budget``): ``revisits`` chooses them by
+the freshness a revisit adds, from each URL's estimated change rate and the time since its last visit; the
+others are carried over unasked. New URLs are always fetched.
 """
 
 from __future__ import annotations
 
 import gzip
+import heapq
 import json
 import math
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from email.utils import parsedate_to_datetime
 from enum import StrEnum
@@ -38,6 +44,7 @@ class Unchanged(StrEnum):
 
     NOT_MODIFIED = "not_modified"  # a 304 to a conditional request
     SAME_BYTES = "same_bytes"  # a full answer with the signature remembered
+    NOT_DUE = "not_due"  # not requested: the revisit budget went to URLs likelier to have changed
 
 
 class Verdict(StrEnum):
@@ -59,8 +66,11 @@ class PageState:
     links: list[tuple[str, str]] = field(default_factory=list)  # (url, anchor text) as extracted
     resources: list[dict] = field(default_factory=list)  # Resource.to_record() of each
     read_at: float = 0.0  # when it was last read whole
-    visits: int = 0  # visits that could tell a change (a read or a 304)
+    visits: int = 0  # visits after the first, each able to tell a change (a read or a 304)
     changes: int = 0  # of them, those that found it changed
+    visited_at: float = 0.0  # the last visit, the first read included
+    visit_seconds: float = 0.0  # the sum of the intervals before each of the ``visits``
+    level: int = 0  # the level it was last read at
 
     def conditions(self, now: float) -> dict[str, str]:
         """The conditional headers of the next request; none once it is due for a whole read."""
@@ -73,14 +83,67 @@ class PageState:
             headers["If-Modified-Since"] = self.last_modified
         return headers
 
+    def count_visit(self, now: float, changed: bool) -> None:
+        """One more visit that could tell whether the page changed since the one before."""
+        self.visits += 1
+        self.changes += changed
+        self.visit_seconds += max(0.0, now - self.visited_at)
+        self.visited_at = now
+
     def change_rate(self, seconds_between_visits: float) -> float | None:
         """Changes per second, estimated from "changed since the last visit" histories (Cho and
         Garcia-Molina, ACM TOIT 2003): -ln((n - X + 0.5) / (n + 0.5)) / I for n visits, X changed, mean
         interval I. None before a second visit."""
         if self.visits < 1 or seconds_between_visits <= 0:
             return None
-        n, changed = self.visits, self.changes
-        return -math.log((n - changed + 0.5) / (n + 0.5)) / seconds_between_visits
+        return _poisson_rate(self.visits, self.changes, seconds_between_visits)
+
+    def scheduling_rate(self) -> float | None:
+        """The change rate revisits are planned by: ``change_rate`` over the mean interval between visits,
+        a history without a change counted as half of one, so that the rate falls with the time watched but
+        never to zero (a page that never changed is revisited, less and less often). None before a second
+        visit."""
+        if self.visits < 1 or self.visit_seconds <= 0:
+            return None
+        return _poisson_rate(self.visits, max(self.changes, 0.5), self.visit_seconds / self.visits)
+
+    def change_probability(self, now: float) -> float:
+        """The probability that the page changed since its last visit, 1 - exp(-rate * elapsed) for a
+        Poisson process at ``scheduling_rate``. A URL read only once has no rate: it counts as changed (1.0),
+        its second visit being what starts its history."""
+        rate = self.scheduling_rate()
+        if rate is None:
+            return 1.0
+        return -math.expm1(-rate * max(0.0, now - self.visited_at))
+
+    def revisit_value(self, now: float) -> float:
+        """Seconds of freshness a revisit now is worth: dF/df of F(f) = (f / rate) (1 - exp(-rate / f)), the
+        time-averaged freshness of a page revisited f times a second, at f = 1 / elapsed; that is
+        (p - x (1 - p)) / rate for x = rate * elapsed and p the change probability. Cho and Garcia-Molina's
+        optimal revisit frequencies make it equal across pages, so the largest go first. Unlike the change
+        probability alone, it gives little to a page that changes faster than any revisit keeps it fresh.
+        Infinite for a URL read only once."""
+        rate = self.scheduling_rate()
+        if rate is None:
+            return math.inf
+        elapsed = rate * max(0.0, now - self.visited_at)
+        changed = self.change_probability(now)
+        return (changed - elapsed * (1 - changed)) / rate
+
+
+def _poisson_rate(visits: int, changes: float, seconds_between_visits: float) -> float:
+    return -math.log((visits - changes + 0.5) / (visits + 0.5)) / seconds_between_visits
+
+
+def revisits(pages: Mapping[str, PageState], now: float, budget: int) -> set[str]:
+    """The ``budget`` known URLs a run revisits: the largest ``revisit_value`` first (URLs read only once
+    before any other), ties by level (lower first), then by the oldest visit."""
+    ranked = heapq.nsmallest(
+        max(budget, 0),
+        pages.items(),
+        key=lambda item: (-item[1].revisit_value(now), item[1].level, item[1].visited_at, item[0]),
+    )
+    return {url for url, _ in ranked}
 
 
 def _validator_date(value: str | None, now: float) -> str | None:
@@ -95,8 +158,10 @@ def _validator_date(value: str | None, now: float) -> str | None:
 class PageStates:
     """Every URL's state, read from and written to one gzip'd JSON file (``--state PATH``)."""
 
-    def __init__(self, path: Path | None = None):
+    def __init__(self, path: Path | None = None, revisit_budget: int | None = None):
         self.path = path
+        self.revisit_budget = revisit_budget  # known URLs a run requests; None: all of them
+        self.chosen: set[str] | None = None  # the known URLs this run revisits, once chosen
         self.pages: dict[str, PageState] = {}
         self.visited: set[str] = set()  # URLs this run fetched or carried over
         self.gone_pages: set[str] = set()  # answered 404 or 410 this run
@@ -105,10 +170,21 @@ class PageStates:
                 saved = json.load(file)
             if saved.get("version") == STATE_VERSION:
                 self.pages = {url: _page_state(values) for url, values in saved["pages"].items()}
+        self.known = frozenset(self.pages)  # the URLs the state file held, the ones a budget chooses among
         self.before = {r["url"] + "\n" + r["type"]: r for p in self.pages.values() for r in p.resources}
 
     def get(self, url: str) -> PageState | None:
         return self.pages.get(url)
+
+    def due(self, url: str) -> bool:
+        """Whether this run requests a URL the state file held: all of them without a revisit budget, else
+        those ``revisits`` chooses, once, at the first URL asked about."""
+        if self.revisit_budget is None:
+            return True
+        if self.chosen is None:
+            held = {u: self.pages[u] for u in self.known if u in self.pages}
+            self.chosen = revisits(held, time.time(), self.revisit_budget)
+        return url in self.chosen
 
     def unchanged(self, url: str, response: Response, asked: dict[str, str]) -> Unchanged | None:
         """Whether the answer shows the page as remembered; counts the visit either way."""
@@ -120,17 +196,23 @@ class PageStates:
         else:
             outcome = Unchanged.SAME_BYTES if sha256(response.body) == known.signature else None
         if outcome is not None:
-            known.visits += 1
+            now = time.time()
+            known.count_visit(now, changed=False)
             self.visited.add(url)
             if outcome is Unchanged.SAME_BYTES:
-                known.read_at = time.time()
+                known.read_at = now
         return outcome
 
     def remember(
-        self, url: str, response: Response, links: list[tuple[str, str]], found: list[Resource]
+        self,
+        url: str,
+        response: Response,
+        links: list[tuple[str, str]],
+        found: list[Resource],
+        level: int = 0,
     ) -> None:
-        """A page read whole: its validators, signature, links and resources; a change counted when it was
-        known with other bytes."""
+        """A page read whole at ``level``: its validators, signature, links and resources; a visit counted
+        when it was known, a change when with other bytes."""
         now = time.time()
         known = self.pages.get(url)
         state = PageState(
@@ -140,12 +222,13 @@ class PageStates:
             links=links,
             resources=[r.to_record() for r in found],
             read_at=now,
+            visited_at=now,
+            level=level,
         )
         if known is not None:
-            state.visits, state.changes = (
-                known.visits + 1,
-                known.changes + (known.signature != state.signature),
-            )
+            state.visits, state.changes = known.visits, known.changes
+            state.visited_at, state.visit_seconds = known.visited_at, known.visit_seconds
+            state.count_visit(now, changed=known.signature != state.signature)
         self.pages[url] = state
         self.visited.add(url)
 
@@ -203,4 +286,6 @@ def _without_sighting(record: dict) -> dict:
 def _page_state(values: dict) -> PageState:
     values = dict(values)
     values["links"] = [tuple(link) for link in values.get("links", [])]
+    if "visited_at" not in values:  # kept without visit times: its intervals are unknown, its counts restart
+        values.update(visits=0, changes=0, visited_at=values.get("read_at", 0.0))
     return PageState(**values)
