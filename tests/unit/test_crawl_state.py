@@ -76,7 +76,7 @@ class Site:
         return web.Response(body=body, content_type=content_type, headers=headers)
 
 
-def run(site: Site, state, tmp_path, port: int | None = None):
+def run(site: Site, state, tmp_path, port: int | None = None, revisit_budget: int | None = None):
     """One ``geoweb crawl --state`` run: (records by path, the report, the port)."""
 
     async def go():
@@ -91,7 +91,7 @@ def run(site: Site, state, tmp_path, port: int | None = None):
         try:
             with (tmp_path / "out.jsonl").open("w") as out:
                 report = await crawl_to_jsonl([f"http://127.0.0.1:{bound}/"], settings, ["KML"], out,
-                                              PageStates(state))  # fmt: skip
+                                              PageStates(state, revisit_budget))  # fmt: skip
         finally:
             await runner.cleanup()
         return report, bound
@@ -158,3 +158,18 @@ def test_the_change_rate_follows_the_visits_that_found_a_change():
     page.changes = 10  # changed every visit: a finite rate, not a division by zero
     assert page.change_rate(3600) > 0
     assert pagestates.PageState().change_rate(3600) is None
+
+
+def test_with_a_revisit_budget_the_urls_not_chosen_are_not_requested_and_their_resources_are_kept(tmp_path):
+    site, state = Site(), tmp_path / "crawl.state"
+    _, _, port = run(site, state, tmp_path)
+    site.kml["/changing.kml"] = "Rivers and canals"
+    # every known URL was read once, so all are as worth revisiting: the budget goes by level, the index first
+    second, report, _ = run(site, state, tmp_path, port, revisit_budget=1)
+    asked = {path for path, count in site.requests.items() if count and path != "/robots.txt"}
+    assert asked == {"/", "/liar.html"}  # the liar is not known (its answer failed): it is new, fetched
+    assert report.stats["unchanged/not_due"] == 7  # four pages and three KML files carried over unasked
+    assert {name: r["verdict"] for name, r in second.items()} == dict.fromkeys(
+        ["parks.kml", "changing.kml", "gone.kml"], "unchanged"
+    )
+    assert second["changing.kml"]["title"] == "Rivers"  # not asked, so not seen changing

@@ -1,0 +1,105 @@
+"""Revisits within a budget: the change history a URL keeps, the probability that it changed since its last
+visit, and which known URLs a run requests (``pagestates.revisits``, ``PageStates.due``)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+
+import pytest
+
+from geoweb.crawl.pagestates import STATE_VERSION, PageState, PageStates, revisits
+
+DAY = 86400.0
+
+
+def watched(visits: int, changes: int, last_visit: float = 10 * DAY, level: int = 1) -> PageState:
+    """A page visited ``visits`` times a day apart after its first read, ``changes`` of them finding it
+    changed."""
+    return PageState(
+        visits=visits, changes=changes, visited_at=last_visit, visit_seconds=visits * DAY, level=level
+    )
+
+
+def test_a_visit_counts_its_interval_and_whether_it_found_a_change():
+    page = PageState(visited_at=100.0)
+    page.count_visit(100.0 + DAY, changed=True)
+    page.count_visit(100.0 + 3 * DAY, changed=False)
+    assert (page.visits, page.changes, page.visit_seconds, page.visited_at) == (2, 1, 3 * DAY, 100 + 3 * DAY)
+
+
+def test_the_change_probability_grows_with_the_time_since_the_last_visit_at_the_estimated_rate():
+    page = watched(visits=10, changes=5)
+    rate = page.change_rate(DAY)
+    assert page.change_probability(10 * DAY) == 0
+    assert page.change_probability(12 * DAY) == pytest.approx(1 - math.exp(-rate * 2 * DAY))
+    assert page.change_probability(11 * DAY) < page.change_probability(12 * DAY) < 1
+
+
+def test_a_url_read_once_counts_as_changed_and_one_never_seen_changing_still_may_have():
+    assert PageState(visited_at=DAY).change_probability(DAY) == 1.0
+    never = watched(visits=10, changes=0)
+    assert never.change_rate(DAY) == 0  # the estimator itself says never
+    assert 0 < never.change_probability(20 * DAY) < 0.5 < never.change_probability(40 * DAY) < 1
+    assert never.change_probability(20 * DAY) < watched(visits=10, changes=1).change_probability(20 * DAY)
+
+
+def test_new_urls_are_never_counted_and_a_budget_of_k_revisits_k_known_urls():
+    states = PageStates()
+    states.pages = {f"https://example.org/{i}": watched(visits=3, changes=i % 3) for i in range(10)}
+    states.known, states.revisit_budget = frozenset(states.pages), 4
+    assert sum(states.due(url) for url in states.pages) == 4
+    assert states.due("https://example.org/new") is False  # never asked: the crawl fetches it as new
+    assert len(revisits(states.pages, 11 * DAY, 0)) == 0
+    assert len(revisits(states.pages, 11 * DAY, 100)) == 10
+
+
+def test_without_a_budget_every_known_url_is_revisited():
+    states = PageStates()
+    states.pages = {"https://example.org/": watched(visits=3, changes=0)}
+    states.known = frozenset(states.pages)
+    assert states.due("https://example.org/")
+
+
+def test_the_likeliest_to_have_changed_go_first_urls_read_once_before_all():
+    pages = {
+        "read-once": PageState(visited_at=10 * DAY),
+        "changes-half-the-time": watched(visits=10, changes=5),
+        "changed-once": watched(visits=10, changes=1),
+        "never-changed": watched(visits=10, changes=0),
+    }
+    now = 12 * DAY
+    assert revisits(pages, now, 1) == {"read-once"}
+    assert revisits(pages, now, 2) == {"read-once", "changes-half-the-time"}
+    assert revisits(pages, now, 3) == {"read-once", "changes-half-the-time", "changed-once"}
+    same_history = {
+        "visited-last-week": watched(10, 1, 5 * DAY),
+        "visited-yesterday": watched(10, 1, 11 * DAY),
+    }
+    assert revisits(same_history, now, 1) == {"visited-last-week"}
+
+
+def test_ties_go_to_the_lower_level():
+    pages = {f"level-{level}": PageState(visited_at=DAY, level=level) for level in (3, 1, 2, 0)}
+    assert revisits(pages, 2 * DAY, 2) == {"level-0", "level-1"}
+    same = {f"level-{level}": watched(visits=4, changes=2, level=level) for level in (2, 0, 1)}
+    assert revisits(same, 12 * DAY, 1) == {"level-0"}
+
+
+def test_a_page_changing_faster_than_any_revisit_keeps_it_fresh_yields_to_one_a_revisit_keeps_fresh_longer():
+    every_visit = watched(visits=10, changes=10, last_visit=11 * DAY)  # changed at each daily visit
+    sometimes = watched(visits=10, changes=3, last_visit=9 * DAY)
+    now = 12 * DAY
+    assert every_visit.change_probability(now) > sometimes.change_probability(now)
+    assert revisits({"every-visit": every_visit, "sometimes": sometimes}, now, 1) == {"sometimes"}
+
+
+def test_a_state_file_without_visit_times_loads_its_history_restarting(tmp_path):
+    path = tmp_path / "crawl.state"
+    kept = {"signature": "abc", "read_at": 5 * DAY, "visits": 4, "changes": 2, "links": [["u", "a"]]}
+    with gzip.open(path, "wt", encoding="utf-8") as file:
+        json.dump({"version": STATE_VERSION, "pages": {"https://example.org/": kept}}, file)
+    page = PageStates(path).get("https://example.org/")
+    assert (page.visits, page.changes, page.visited_at, page.visit_seconds) == (0, 0, 5 * DAY, 0.0)
+    assert page.links == [("u", "a")]
