@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from airflow.sdk import dag, get_current_context, task
 
 from geoweb.harvest.params import ARCHIVES_VARIABLE, ArchiveParams
-from geoweb_airflow import connector_config, form_params, harvest_store, run_params
+from geoweb_airflow import connector_config, form_params, harvest_store, migrate_harvest_database, run_params
 
 DOC = f"""
 ### Load new satellite scenes
@@ -33,11 +33,12 @@ page and the reason (kept in `catalogue_sources` too); each task returns its cou
 
 @task
 def archives() -> list[str]:
-    """The archives of this run: its param, else the Variable."""
+    """The archives of this run: its param, else the Variable; the harvest database is migrated first."""
     import logging
 
     from airflow.sdk import Variable
 
+    migrate_harvest_database()
     chosen = list(run_params(ArchiveParams).archives) or Variable.get(
         ARCHIVES_VARIABLE, default=[], deserialize_json=True
     )
@@ -66,7 +67,6 @@ def harvest(name: str) -> dict:
     except ConfigError as exc:  # retrying mends no setting
         raise AirflowFailException(str(exc)) from None
     with harvest_store() as store:
-        store.migrate()
         try:
             return harvest_archive(store, adapter, bbox=tuple(bbox) if bbox else None)
         except (ConfigError, QuotaExceeded) as exc:  # nor a refused key or a spent quota

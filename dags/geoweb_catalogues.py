@@ -25,6 +25,7 @@ from geoweb_airflow import (
     crawl_shard,
     form_params,
     harvest_store,
+    migrate_harvest_database,
     run_params,
 )
 
@@ -69,20 +70,21 @@ def _crawl_run() -> tuple[str, object]:
 
 @task
 def catalogues() -> list[str]:
-    """The endpoints to harvest: configured ones and every CSW the crawl has found. The run's params are read
-    here once (a Variable changed during the run changes nothing in it), kept as the XCom ``conf``."""
+    """The endpoints to harvest: configured ones and every CSW the crawl has found, once the harvest database
+    is migrated. The run's params are read here once (a Variable changed during the run changes nothing in
+    it), kept as the XCom ``conf``."""
     import logging
     import os
 
     from airflow.sdk import Variable
 
+    migrate_harvest_database()
     params = run_params(CatalogueParams)
     get_current_context()["ti"].xcom_push(RUN_CONF, params.to_conf())
     configured = Variable.get(CATALOGUES_VARIABLE, default=None, deserialize_json=True)
     if configured is None:
         configured = [u for u in os.environ.get("GEOWEB_CSW_CATALOGUES", "").split(",") if u.strip()]
     with harvest_store() as store:
-        store.migrate()
         urls = store.resources.csw_urls([*configured, *params.catalogues])
     if not urls:
         logging.getLogger("geoweb.dags").warning(

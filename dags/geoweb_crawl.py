@@ -26,6 +26,7 @@ from geoweb_airflow import (
     crawl_shard,
     form_params,
     harvest_store,
+    migrate_harvest_database,
     url_policies,
     with_allowed_hosts,
 )
@@ -109,9 +110,10 @@ def _run(store):
 
 @task.short_circuit  # nothing to crawl: every later task is skipped
 def start_run() -> dict | None:
-    """Begin (or resume) the run and add its seeds at level 0."""
+    """Migrate the harvest database, begin (or resume) the run and add its seeds at level 0."""
     from geoweb.harvest import crawl
 
+    migrate_harvest_database()
     begun = _begin()
     if begun is None:
         return None

@@ -17,6 +17,7 @@ from geoweb_airflow import (
     form_params,
     harvest_store,
     hosts_label,
+    migrate_harvest_database,
     run_params,
     url_policies,
 )
@@ -64,11 +65,12 @@ def _settings(params, policies: str):
 
 @task
 def plan() -> list[list[int]]:
-    """The due resources' ids, one list per shard of hosts (empty: nothing is due, the checks are skipped).
-    The run's params and policies are read here once (a Variable changed during the run changes nothing in
+    """The due resources' ids, one list per shard of hosts (empty: nothing is due, the checks are skipped),
+    once the harvest database is migrated. The run's params and policies are read here once (a Variable changed during the run changes nothing in
     it), kept as the XCom ``conf``."""
     from geoweb.harvest import revisit
 
+    migrate_harvest_database()
     params, policies = run_params(RevisitParams), url_policies()
     settings = _settings(params, policies)
     get_current_context()["ti"].xcom_push(RUN_CONF, {"params": params.to_conf(), "policies": policies})

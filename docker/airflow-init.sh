@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # One-off set-up of a deployment, run by the airflow-init service before any other Airflow service starts:
-# Airflow's metadata database, the crawl pool, and the admin password for SimpleAuthManager. Idempotent.
+# Airflow's metadata database, the harvest database's schema, the crawl pool, and the admin password for
+# SimpleAuthManager. Idempotent.
 set -euo pipefail
 
 airflow db migrate
+GEOWEB_DB="$AIRFLOW_CONN_GEOWEB_DB" geoweb migrate  # the Connection geoweb_db's database, as the tasks read it
 airflow pools set geoweb_crawl 8 "Crawl shards of geoweb_crawl running at once, over all workers"
 
 # The password comes from the environment (docker/.env) and goes only into the file the API server reads.
@@ -17,4 +19,4 @@ path.parent.mkdir(parents=True, exist_ok=True)
 path.write_text(json.dumps({"admin": os.environ["AIRFLOW_ADMIN_PASSWORD"]}))
 path.chmod(0o600)
 PY
-echo "airflow-init: metadata database migrated, pool geoweb_crawl set, admin password written"
+echo "airflow-init: metadata and harvest databases migrated, pool geoweb_crawl set, admin password written"

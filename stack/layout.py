@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from geoweb import local_stack
+
 REPO = Path(__file__).resolve().parents[1]
 VAR = REPO / "var" / "stack"
 RUN = VAR / "run"
@@ -24,6 +26,7 @@ REDIS_PORT = 16379
 # Local-only credentials of the stack's own databases; a deployment sets its own (docker/.env). Airflow masks
 # a connection's password wherever it appears in task logs, so it must be no word of ordinary text.
 GEOWEB_DB = f"postgresql://geoweb:geoweb-local@127.0.0.1:{PG_PORT}/geoweb"
+GEOWEB_DB_FILE = REPO / local_stack.DSN_FILE  # while PostgreSQL runs: how `geoweb` finds GEOWEB_DB unset
 AIRFLOW_DB = f"postgresql+psycopg2://airflow:airflow-local@127.0.0.1:{PG_PORT}/airflow"
 REDIS_URL = f"redis://127.0.0.1:{REDIS_PORT}/0"
 CELERY_BROKER_URL = f"redis://127.0.0.1:{REDIS_PORT}/1"  # apart from database 0, which tests flush

@@ -3,9 +3,11 @@ own that the ``postgres`` user can reach (``layout.PG_HOME``, outside the clone)
 
 from __future__ import annotations
 
+import os
 import secrets
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,6 +19,7 @@ import psycopg2
 from stack.layout import (
     AIRFLOW_DB,
     GEOWEB_DB,
+    GEOWEB_DB_FILE,
     PG_BIN,
     PG_DATA,
     PG_DATA_IN_CLONE,
@@ -125,8 +128,15 @@ def _prepare_home() -> None:
 
 
 def start() -> None:
-    if running():
-        return
+    """Starts the cluster if needed; then, whether it was running or not, migrates the harvest database to this
+    code's schema and writes its DSN where ``geoweb`` looks when GEOWEB_DB is not set."""
+    if not running():
+        _start_cluster()
+    migrate()
+    _write_dsn_file()
+
+
+def _start_cluster() -> None:
     _prepare_home()
     if not (PG_DATA / "PG_VERSION").exists():
         _as_postgres(str(PG_BIN / "initdb"), "-D", str(PG_DATA), "-U", "postgres", "--auth=trust",
@@ -157,7 +167,28 @@ def _create_databases() -> None:
             _psql("CREATE EXTENSION IF NOT EXISTS postgis", database=name)
 
 
+GEOWEB = Path(sys.executable).parent / "geoweb"  # the command of this environment
+
+
+def migrate() -> None:
+    """``geoweb migrate`` on the stack's harvest database, the one place a database is migrated."""
+    done = subprocess.run([str(GEOWEB), "migrate"], env=os.environ | {"GEOWEB_DB": GEOWEB_DB},
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    if done.returncode != 0:
+        raise PostgresError(f"geoweb migrate exited with {done.returncode}: {' '.join(done.stderr.split())}")
+
+
+def _write_dsn_file() -> None:
+    """GEOWEB_DB, readable by its owner only (it holds the password)."""
+    GEOWEB_DB_FILE.parent.mkdir(parents=True, exist_ok=True)
+    GEOWEB_DB_FILE.unlink(missing_ok=True)
+    descriptor = os.open(GEOWEB_DB_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as f:
+        f.write(f"{GEOWEB_DB}\n")
+
+
 def stop() -> None:
+    GEOWEB_DB_FILE.unlink(missing_ok=True)
     for data in (PG_DATA, PG_DATA_IN_CLONE):  # a cluster started in the clone runs there until stopped
         if (data / "postmaster.pid").exists():
             _as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop",

@@ -1,5 +1,5 @@
 """The ``geoweb`` command: run the library without Airflow (crawl a web, trace a URL through the filters, read
-one outside source)."""
+one outside source, migrate or export the harvest database)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import asyncio
 import json
 import logging
 import math
+import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -52,6 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     crawl.add_argument("--output", "-o", default="-", help="JSON-lines file of resources (default stdout)")
     crawl.add_argument(
+        "--state", type=Path, metavar="PATH",
+        help="a file the crawl keeps between runs: unchanged pages are carried over (conditional requests),"
+        " and the output lists every resource held, each with its verdict (new, changed, unchanged, gone)",
+    )  # fmt: skip
+    crawl.add_argument(
         "--plot", type=Path, help="write a PNG of resources and discovery ratio per level, and recall"
     )
     crawl.add_argument("--concurrency", type=int, help="requests in flight (default from settings)")
@@ -68,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     trace = commands.add_parser("filter", help="show what the URL filter chain does with URLs")
     trace.add_argument("urls", nargs="+")
     _add_revisit(commands)
+    commands.add_parser(
+        "migrate", help="apply the pending schema migrations to the harvest database (GEOWEB_DB); idempotent"
+    )
     export = commands.add_parser(
         "export",
         help="write a run's resources and datasets from PostGIS (GEOWEB_DB): geoweb crawl JSON lines, CSV, "
@@ -189,6 +198,8 @@ def _command(args) -> int:
         return _revisit(args)
     if args.command == "export":
         return _export(args)
+    if args.command == "migrate":
+        return _migrate()
     if args.command == "seed":
         return _seed(args)
     if args.command == "datagov":
@@ -266,7 +277,7 @@ def _revisit(args) -> int:
         base = Settings.from_env(**({"url_policies": args.policies} if args.policies else {}))
         settings = params.settings(base)
         URLPolicies.from_setting(settings.url_policies)  # a bad policy file ends here, before any check
-        with Store.from_env() as store:
+        with Store(_harvest_dsn()) as store:
             ids = [i for shard in revisit.plan_revisits(store, params, settings) for i in shard]
             summary = revisit.check_resources(store, run_id, ids, settings, _print_line)
             print(revisit.table(revisit.summarize(store, [summary])), file=sys.stderr)
@@ -282,6 +293,7 @@ def _print_line(record: dict) -> None:
 
 def _crawl(args) -> int:
     from geoweb.crawl.jsonl import crawl_to_jsonl
+    from geoweb.crawl.pagestates import PageStates
 
     seeds = list(args.seed)
     if args.seeds_file:
@@ -301,12 +313,18 @@ def _crawl(args) -> int:
     settings = Settings.from_env(**overrides)
     out = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")  # noqa: SIM115
     try:
-        report = asyncio.run(crawl_to_jsonl(seeds, settings, args.types, out))
+        states = PageStates(args.state) if args.state else None
+        report = asyncio.run(crawl_to_jsonl(seeds, settings, args.types, out, states))
     finally:
         if out is not sys.stdout:
             out.close()
     print(report.table(), file=sys.stderr)
     print(report.recall.table(), file=sys.stderr)
+    if args.state:
+        carried = {k.partition("/")[2]: v for k, v in report.stats.items() if k.startswith("unchanged/")}
+        print(f"state {args.state}: {len(states.pages)} pages held; this run carried over"
+              f" {carried.get('not_modified', 0)} not modified (304) and {carried.get('same_bytes', 0)}"
+              " unchanged by signature", file=sys.stderr)  # fmt: skip
     if args.plot:
         report.plot(args.plot)
         print(f"plot: {args.plot}", file=sys.stderr)
@@ -327,13 +345,44 @@ def _export(args) -> int:
 
     output = None if args.output == "-" else Path(args.output)
     try:
-        with Store.from_env() as store:
+        with Store(_harvest_dsn()) as store:
             exported = export_run(store, args.run, output, args.format, args.layer)
     except StoreError as exc:
         print(f"geoweb export: {exc}", file=sys.stderr)
         return 1
     rows = ", ".join(f"{count} {layer}" for layer, count in exported.rows.items())
     log.info("exported %s of run %s to %s", rows, exported.run_id, args.output)
+    return 0
+
+
+def _harvest_dsn() -> str:
+    """GEOWEB_DB, else the database of the local stack when it runs (said on stderr); StoreError without
+    either."""
+    from geoweb.local_stack import stack_dsn, without_password
+    from geoweb.store import Store
+
+    if not os.environ.get("GEOWEB_DB", "").strip():
+        dsn = stack_dsn()
+        if dsn:
+            print(f"geoweb: GEOWEB_DB is not set; using the local stack's database at {without_password(dsn)}",
+                  file=sys.stderr)  # fmt: skip
+            return dsn
+    return Store.dsn_from_env()
+
+
+def _migrate() -> int:
+    """Apply the pending migrations; each version applied is a line on stdout."""
+    from geoweb.store import StoreError, migrate_database
+
+    try:
+        applied = migrate_database(_harvest_dsn())
+    except StoreError as exc:
+        print(f"geoweb migrate: {exc}", file=sys.stderr)
+        return 1
+    for version in applied:
+        print(f"applied {version}")
+    if not applied:
+        print("the harvest database is up to date")
     return 0
 
 

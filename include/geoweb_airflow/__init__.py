@@ -56,17 +56,30 @@ def with_allowed_hosts(conf: dict) -> dict:
 
 
 def harvest_store():
-    """The harvest database of a task (``harvest_dsn`` of the Connection as tasks read it)."""
+    """The harvest database of a task."""
+    from geoweb.store import Store
+
+    return Store(task_harvest_dsn())
+
+
+def migrate_harvest_database() -> list[str]:
+    """What ``geoweb migrate`` does, in the first task of every DAG run: a deployment whose code brings a new
+    migration needs no step of its own. Returns the versions applied (each is logged)."""
+    from geoweb.store import migrate_database
+
+    return migrate_database(task_harvest_dsn())
+
+
+def task_harvest_dsn() -> str:
+    """``harvest_dsn`` of the Connection as tasks read it."""
     from airflow.sdk import Connection
     from airflow.sdk.exceptions import AirflowNotFoundException
-
-    from geoweb.store import Store
 
     try:
         conn = Connection.get(STORE_CONNECTION)
     except AirflowNotFoundException:
         conn = None
-    return Store(harvest_dsn(conn))
+    return harvest_dsn(conn)
 
 
 def harvest_dsn(conn) -> str:

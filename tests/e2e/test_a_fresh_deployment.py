@@ -89,8 +89,8 @@ def variables(stack):
 
 
 def known_catalogues() -> int:
-    """CSWs a crawl has loaded: the catalogue DAG harvests them even with nothing configured. A database no
-    run has migrated yet knows none."""
+    """CSWs a crawl has loaded: the catalogue DAG harvests them even with nothing configured. A database not
+    migrated yet knows none."""
     with psycopg2.connect(GEOWEB_DB) as conn, conn.cursor() as cur:
         cur.execute("SELECT to_regclass('resources') IS NOT NULL")
         if not cur.fetchone()[0]:

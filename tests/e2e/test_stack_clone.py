@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from geoweb import local_stack
 from stack import postgres
 from stack.layout import PG_BIN, PG_HOME, REPO
 
@@ -23,7 +24,8 @@ from stack.layout import PG_BIN, PG_HOME, REPO
 IN_CLONE = """
 import sys
 from stack import layout
-layout.PG_PORT = int(sys.argv[2])
+port, layout.PG_PORT = layout.PG_PORT, int(sys.argv[2])
+layout.GEOWEB_DB = layout.GEOWEB_DB.replace(f":{port}/", f":{layout.PG_PORT}/")
 from stack import postgres
 getattr(postgres, sys.argv[1])()
 print(layout.PG_HOME)
@@ -85,8 +87,15 @@ def test_a_clone_in_a_private_folder_runs_its_own_cluster(clone):
             "SELECT postgis_version()",
         )  # fmt: skip
         assert not (clone / "var" / "stack" / "pg").exists()
+        assert as_postgres_succeeds(
+            str(PG_BIN / "psql"), "-h", "127.0.0.1", "-p", str(port), "-d", "geoweb", "-qAt", "-c",
+            "SELECT 1 FROM schema_migrations LIMIT 1",
+        )  # fmt: skip
+        dsn_file = clone / local_stack.DSN_FILE  # where `geoweb` finds the database without GEOWEB_DB
+        assert f":{port}/geoweb" in dsn_file.read_text() and dsn_file.stat().st_mode & 0o077 == 0
         in_clone(clone, "stop", port)
         assert not as_postgres_succeeds(str(PG_BIN / "pg_isready"), "-q", "-h", "127.0.0.1", "-p", str(port))
+        assert not dsn_file.exists()
     finally:
         if (home / "pg" / "postmaster.pid").exists():
             as_postgres_succeeds(str(PG_BIN / "pg_ctl"), "-D", str(home / "pg"), "-m", "immediate", "stop")

@@ -1,7 +1,9 @@
 import threading
+from pathlib import Path
 
 import pytest
 
+from geoweb import cli
 from geoweb.store import MigrationError, Store
 from geoweb.store.migrations import MIGRATIONS, apply_migrations
 from tests.store.queries import rows, scalar
@@ -18,6 +20,25 @@ def test_migrate_applies_every_version_once(postgis_database):
         ] == VERSIONS
         tables = {t for (t,) in rows(store, "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
         assert {"crawl_runs", "crawl_levels", "resources", "datasets", "run_resources", "frontier"} <= tables
+
+
+def test_geoweb_migrate_applies_the_pending_versions_and_says_which(postgis_database, monkeypatch, capsys):
+    with postgis_database() as dsn:
+        monkeypatch.setenv("GEOWEB_DB", dsn)
+        assert cli.main(["migrate"]) == 0
+        assert capsys.readouterr().out.splitlines() == [f"applied {version}" for version in VERSIONS]
+        assert cli.main(["migrate"]) == 0
+        assert capsys.readouterr().out == "the harvest database is up to date\n"
+
+
+def test_the_library_and_the_dags_migrate_only_through_migrate_database():
+    """``geoweb migrate``, the stack and every DAG's first task call ``migrate_database``; no use case does."""
+    repo = Path(__file__).parents[2]
+    sources = [*(repo / "include").rglob("*.py"), *(repo / "dags").glob("*.py")]
+    callers = [
+        p.relative_to(repo).as_posix() for p in sources if ".migrate()" in p.read_text(encoding="utf-8")
+    ]
+    assert callers == ["include/geoweb/store/store.py"]
 
 
 def test_the_shared_test_database_is_migrated_already(store):

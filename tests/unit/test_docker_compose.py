@@ -92,3 +92,9 @@ def test_the_catalogue_has_the_stack_settings_and_no_published_port():
     expected = set(catalogue.environment("", "", 0, "")) - {"GEOWEB_CATALOGUE_PORT", "PYGEOAPI_OPENAPI"}
     assert expected <= set(service["environment"])
     assert "ports" not in service  # only GeoHub, in the API server, reaches it
+
+
+def test_airflow_init_migrates_the_harvest_database_once_postgis_is_up():
+    init = compose()["services"]["airflow-init"]
+    assert init["depends_on"]["postgis"]["condition"] == "service_healthy"
+    assert 'GEOWEB_DB="$AIRFLOW_CONN_GEOWEB_DB" geoweb migrate' in (DOCKER / "airflow-init.sh").read_text()

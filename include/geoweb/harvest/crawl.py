@@ -32,9 +32,8 @@ log = logging.getLogger("geoweb.harvest")
 
 
 def start_run(store: Store, run_id: str, params: HarvestParams) -> int:
-    """Migrate the store, begin (or resume) the run and add its seeds at level 0, and with ``catch_up`` what
-    the run before deferred, at its levels; returns the new seeds."""
-    store.migrate()
+    """Begin (or resume) the run and add its seeds at level 0, and with ``catch_up`` what the run before
+    deferred, at its levels; returns the new seeds."""
     store.runs.begin(run_id, params.to_conf())
     seeds = _level_zero(params, ((seed, None, None) for seed in params.seeds))
     added = store.frontier.add_urls(run_id, 0, seeds, params.shards)

@@ -87,9 +87,7 @@ def schedule_of(settings: Settings) -> Schedule:
 
 
 def plan_revisits(store: Store, params: RevisitParams, settings: Settings) -> list[list[int]]:
-    """Migrate the store and return the ids of the due resources (at most ``batch_size``), one list per
-    shard of hosts."""
-    store.migrate()
+    """The ids of the due resources (at most ``batch_size``), one list per shard of hosts."""
     due = store.revisits.due(params.types, params.batch_size, settings.revisit_initial_interval)
     shards: dict[int, list[int]] = defaultdict(list)
     for resource in due:

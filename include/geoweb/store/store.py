@@ -74,3 +74,10 @@ class Store:
         applied = apply_migrations(self.conn)
         load_concepts(self.conn)
         return applied
+
+
+def migrate_database(dsn: str) -> list[str]:
+    """Bring the harvest database at ``dsn`` to this code's schema (``Store.migrate``): the one migration of a
+    deployment, run by ``geoweb migrate`` and by the first task of every DAG run. Returns the versions applied."""
+    with Store(dsn) as store:
+        return store.migrate()
