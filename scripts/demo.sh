@@ -14,3 +14,11 @@ echo "== the local test web (python -m testweb start)"
 echo
 echo "== geoweb_crawl on the test web, through Airflow"
 .venv/bin/python -m stack.demo
+echo
+echo "== the geoweb command (README: The geoweb command)"
+echo "Put it on the PATH of this shell:"
+echo "  export PATH=\"$PWD/.venv/bin:\$PATH\""
+echo "then, for example (without GEOWEB_DB it uses the stack's database, and says so):"
+echo "  geoweb export --run latest --format gpkg --output var/demo/latest.gpkg"
+echo "  geoweb export --run latest --format csv --layer datasets --output var/demo/datasets.csv"
+echo "  geoweb crawl --help"
