@@ -58,6 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
         " and the output lists every resource held, each with its verdict (new, changed, unchanged, gone)",
     )  # fmt: skip
     crawl.add_argument(
+        "--revisit-budget", type=int, metavar="N",
+        help="with --state: request at most N of the URLs the state holds, those likeliest to have changed"
+        " (new URLs are always requested; default: all)",
+    )  # fmt: skip
+    crawl.add_argument(
         "--plot", type=Path, help="write a PNG of resources and discovery ratio per level, and recall"
     )
     crawl.add_argument("--concurrency", type=int, help="requests in flight (default from settings)")
@@ -313,7 +318,7 @@ def _crawl(args) -> int:
     settings = Settings.from_env(**overrides)
     out = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")  # noqa: SIM115
     try:
-        states = PageStates(args.state) if args.state else None
+        states = PageStates(args.state, args.revisit_budget) if args.state else None
         report = asyncio.run(crawl_to_jsonl(seeds, settings, args.types, out, states))
     finally:
         if out is not sys.stdout:

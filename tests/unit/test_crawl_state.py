@@ -5,8 +5,14 @@ it holds with its verdict, and survives servers that lie about their validators.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
+import subprocess
+import sys
+import threading
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from email.utils import formatdate
 
 from aiohttp import web
@@ -173,3 +179,59 @@ def test_with_a_revisit_budget_the_urls_not_chosen_are_not_requested_and_their_r
         ["parks.kml", "changing.kml", "gone.kml"], "unchanged"
     )
     assert second["changing.kml"]["title"] == "Rivers"  # not asked, so not seen changing
+
+
+def test_geoweb_crawl_keeps_its_state_between_runs_and_says_what_it_carried_over(tmp_path):
+    site, state = Site(), tmp_path / "crawl.state"
+    with serving(site) as port:
+
+        def geoweb_crawl(*extra: str) -> tuple[dict, str]:
+            out = tmp_path / "out.jsonl"
+            done = subprocess.run(
+                [sys.executable, "-c", "import sys; from geoweb.cli import main; sys.exit(main())", "crawl",
+                 "--seed", f"http://127.0.0.1:{port}/", "--allow-host", f"127.0.0.1:{port}", "--types", "KML",
+                 "--max-level", "3", "--state", str(state), "--output", str(out), *extra],
+                capture_output=True, text=True, timeout=120, check=True,
+            )  # fmt: skip
+            lines = [json.loads(line) for line in out.read_text().splitlines()]
+            return {r["url"].rsplit("/", 1)[1]: r["verdict"] for r in lines}, done.stderr
+
+        first, _ = geoweb_crawl()
+        assert first == dict.fromkeys(["parks.kml", "changing.kml", "gone.kml"], "new")
+        del site.kml["/gone.kml"]
+        second, said = geoweb_crawl()
+        assert second == {"parks.kml": "unchanged", "changing.kml": "unchanged", "gone.kml": "gone"}
+        assert "this run carried over 4 not modified (304) and 3 unchanged by signature" in said
+        site.requests.clear()
+        third, _ = geoweb_crawl("--revisit-budget", "1")
+        assert third == {"parks.kml": "unchanged", "changing.kml": "unchanged"}
+        # one URL the state holds, and those it does not: the liar (its answers failed) and the page gone since
+        assert len(set(site.requests) - {"/robots.txt", "/liar.html", "/gone.kml"}) == 1
+        assert {"/liar.html", "/gone.kml"} <= set(site.requests)
+
+
+@contextmanager
+def serving(site: Site) -> Iterator[int]:
+    """The site on a loopback port, served from a thread of its own while a ``geoweb`` process crawls it."""
+    loop = asyncio.new_event_loop()
+    started: concurrent.futures.Future = concurrent.futures.Future()
+
+    async def serve() -> web.AppRunner:
+        app = web.Application()
+        app.router.add_route("GET", "/{tail:.*}", site.handle)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        tcp = web.TCPSite(runner, "127.0.0.1", 0)
+        await tcp.start()
+        started.set_result(tcp._server.sockets[0].getsockname()[1])
+        return runner
+
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    runner = asyncio.run_coroutine_threadsafe(serve(), loop).result(10)
+    try:
+        yield started.result(10)
+    finally:
+        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)

@@ -6,9 +6,11 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import time
 
 import pytest
 
+from geoweb.crawl import pagestates
 from geoweb.crawl.pagestates import STATE_VERSION, PageState, PageStates, revisits
 
 DAY = 86400.0
@@ -48,9 +50,15 @@ def test_a_url_read_once_counts_as_changed_and_one_never_seen_changing_still_may
 def test_new_urls_are_never_counted_and_a_budget_of_k_revisits_k_known_urls():
     states = PageStates()
     states.pages = {f"https://example.org/{i}": watched(visits=3, changes=i % 3) for i in range(10)}
+    for page in states.pages.values():
+        page.read_at = time.time()  # read whole lately: the budget alone decides
     states.known, states.revisit_budget = frozenset(states.pages), 4
     assert sum(states.due(url) for url in states.pages) == 4
     assert states.due("https://example.org/new") is False  # never asked: the crawl fetches it as new
+    not_chosen = next(url for url in states.pages if not states.due(url))
+    states.pages[not_chosen].read_at = time.time() - pagestates.FULL_READ_SECONDS
+    assert states.due(not_chosen)  # not read whole for a week: due whatever the budget
+    assert sum(states.due(url) for url in states.pages) == 5
     assert len(revisits(states.pages, 11 * DAY, 0)) == 0
     assert len(revisits(states.pages, 11 * DAY, 100)) == 10
 

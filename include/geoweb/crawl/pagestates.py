@@ -178,8 +178,12 @@ class PageStates:
 
     def due(self, url: str) -> bool:
         """Whether this run requests a URL the state file held: all of them without a revisit budget, else
-        those ``revisits`` chooses, once, at the first URL asked about."""
+        those ``revisits`` chooses, once, at the first URL asked about, and any not read whole for
+        ``FULL_READ_SECONDS`` (its validators may lie)."""
         if self.revisit_budget is None:
+            return True
+        state = self.pages.get(url)
+        if state is not None and time.time() - state.read_at >= FULL_READ_SECONDS:
             return True
         if self.chosen is None:
             held = {u: self.pages[u] for u in self.known if u in self.pages}
