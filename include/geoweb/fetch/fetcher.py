@@ -34,7 +34,7 @@ from geoweb.errors import (
 from geoweb.fetch.addressguard import AddressGuard, GuardedResolver
 from geoweb.fetch.leases import HostLeases
 from geoweb.fetch.memory import GRANULE, MemoryBudget, Reservation
-from geoweb.fetch.response import Response
+from geoweb.fetch.response import Response, Timing
 from geoweb.fetch.robots import ROBOTS_MAX_BYTES, ROBOTS_MAX_REDIRECTS, RobotsCache
 from geoweb.fetch.slots import Slots
 from geoweb.settings import Settings
@@ -257,7 +257,9 @@ class Fetcher:
 
     async def _send(self, url: str, current: URL, options: _Options) -> Response:
         self.stats["fetch/requests"] += 1
+        sent = time.monotonic()
         async with self._session.get(current, headers=options.headers, allow_redirects=False) as resp:
+            first_byte = time.monotonic()
             status = resp.status
             self.stats[f"fetch/status/{status}"] += 1
             headers = {name.lower(): value for name, value in resp.headers.items()}
@@ -275,10 +277,12 @@ class Fetcher:
                         body, complete, undecodable = await self._read_body(
                             resp, headers, options, reservation, sink
                         )
+            received = resp.content.total_bytes
+        timing = Timing(first_byte - sent, time.monotonic() - sent, received)
         self.stats["fetch/bytes"] += len(body)
         response = Response(
             url=url, final_url=str(current), status=status, headers=headers, body=body, complete=complete,
-            body_offset=offset,
+            body_offset=offset, timing=timing,
         )  # fmt: skip
         if undecodable:
             raise _Undecodable(undecodable, response)

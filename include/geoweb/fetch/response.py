@@ -1,4 +1,4 @@
-"""What a fetch returns: status, headers and a (possibly capped) body."""
+"""What a fetch returns: status, headers, a (possibly capped) body, and how long the request took."""
 
 from __future__ import annotations
 
@@ -11,6 +11,17 @@ _CHARSET = re.compile(rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([a-zA-Z0-9_\-
 _XML_ENCODING = re.compile(rb"""^\s*<\?xml[^>]{0,200}?encoding\s*=\s*["']([a-zA-Z0-9_\-.]+)""")
 
 
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """How long the request of a response took, from ``time.monotonic()``: until its status line and headers
+    arrived (time to first byte) and until its body was read. Retries, redirects' earlier hops and the waits
+    of politeness are not in it: it is the answering request's own time."""
+
+    first_byte_seconds: float
+    total_seconds: float
+    bytes: int  # body bytes received, as sent (before decoding), whether kept, streamed or skipped
+
+
 @dataclass(slots=True)
 class Response:
     url: str  # the URL asked for
@@ -21,6 +32,7 @@ class Response:
     complete: bool = True  # False when the body was cut at the size cap or not read at all
     redirects: list[str] = field(default_factory=list)
     body_offset: int = 0  # where ``body`` starts in the whole document (a tail read: its size minus the tail)
+    timing: Timing | None = None  # set by the fetcher on every response it returns
 
     @property
     def content_type(self) -> str:

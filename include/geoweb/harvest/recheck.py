@@ -8,7 +8,8 @@ resource's own type is wanted: an OGC endpoint is probed for no other service. A
 fingerprint (the document's sha256, or, for a file only read in part, a digest of what the detector read)
 differs from the last check's; the store also calls it changed when reloading the resource changes its
 metadata or datasets (the first check has no fingerprint to compare with: the crawl may have read another
-variant of the document).
+variant of the document). Each check carries its request's time to first byte, total time and bytes, as
+the fetcher measured them.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from urllib.parse import quote
 from geoweb.detect.base import DetectContext, Detector, Fetch
 from geoweb.detect.ogc.common import capabilities_url
 from geoweb.errors import FetchError, GeowebError, HTTPStatusError
+from geoweb.fetch.response import Response
 from geoweb.models import OGC_TYPES, CheckOutcome, CheckResult, Due, Resource
+from geoweb.models.revisit import check_operation
 from geoweb.semantic import tag_datasets_in_turns
 from geoweb.settings import Settings
 
@@ -72,8 +75,10 @@ class Checker:
     async def check(self, due: Due) -> CheckResult:
         """Never raises for a server's fault: every failure is a ``failed`` result with its reason."""
         started = time.monotonic()
+        response: Response | None = None
         try:
-            result = await self._check(due)
+            response = await self.fetch(recheck_url(due))
+            result = await self._read(due, response)
         except FetchError as exc:
             status = exc.status if isinstance(exc, HTTPStatusError) else None
             result = CheckResult(due, CheckOutcome.FAILED, 0.0, status, exc.reason, str(exc))
@@ -81,6 +86,11 @@ class Checker:
             log.exception("%s (%s): check crashed", due.url, due.type)
             result = CheckResult(due, CheckOutcome.FAILED, 0.0, None, "crash", f"{type(exc).__name__}: {exc}")
         result.seconds = time.monotonic() - started
+        result.operation = check_operation(due.type)
+        if response is not None and response.timing is not None:  # kept when a follow-up request failed
+            timing = response.timing
+            result.first_byte_seconds, result.total_seconds = timing.first_byte_seconds, timing.total_seconds
+            result.bytes = timing.bytes
         self.stats[f"revisit/{result.outcome}"] += 1
         if result.outcome == CheckOutcome.FAILED:
             self.stats[f"revisit/failed/{result.error_reason}"] += 1
@@ -89,8 +99,8 @@ class Checker:
             )
         return result
 
-    async def _check(self, due: Due) -> CheckResult:
-        response = await self.fetch(recheck_url(due))
+    async def _read(self, due: Due, response: Response) -> CheckResult:
+        """What the answer proves: the resource, changed or not, or why it failed."""
         if response.status >= 400:
             return CheckResult(
                 due, CheckOutcome.FAILED, 0.0, response.status, "http_status", f"HTTP {response.status}"

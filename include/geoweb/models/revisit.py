@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from geoweb.models.resources import Resource
+from geoweb.models.resources import OGC_TYPES, Resource
 
 
 class CheckOutcome(StrEnum):
@@ -15,6 +15,18 @@ class CheckOutcome(StrEnum):
     UNCHANGED = "unchanged"
     CHANGED = "changed"
     FAILED = "failed"
+
+
+class CheckOperation(StrEnum):
+    """``resource_checks.operation``: the request a check measured."""
+
+    GET_CAPABILITIES = "GetCapabilities"  # an OGC service's capabilities document
+    GET_RESOURCE = "GetResource"  # any other resource's own URL: a file, a landing page, a catalog
+
+
+def check_operation(resource_type: str) -> CheckOperation:
+    """The request that checks a resource of ``resource_type``."""
+    return CheckOperation.GET_CAPABILITIES if resource_type in OGC_TYPES else CheckOperation.GET_RESOURCE
 
 
 class ScheduleStatus(StrEnum):
@@ -49,8 +61,11 @@ class Due:
 
 @dataclass(slots=True)
 class CheckResult:
-    """One check: its outcome, the HTTP status or the reason it failed, the fingerprint seen, and the resource
-    as its detector read it now (None when failed)."""
+    """One check: its outcome, the HTTP status or the reason it failed, the fingerprint seen, the resource
+    as its detector read it now (None when failed), and how its request answered: time to first byte, total
+    time and bytes of the answering request (None when no answer came). ``seconds`` is the whole check,
+    the detector's work and follow-up requests included. ``operation`` None means the one of the resource's
+    type (``check_operation``)."""
 
     due: Due
     outcome: CheckOutcome
@@ -60,3 +75,7 @@ class CheckResult:
     error_message: str | None = None
     fingerprint: str | None = None
     resource: Resource | None = None
+    operation: str | None = None
+    first_byte_seconds: float | None = None
+    total_seconds: float | None = None
+    bytes: int | None = None
