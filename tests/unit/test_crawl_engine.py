@@ -7,6 +7,7 @@ from collections import Counter
 from aiohttp import web
 
 from geoweb.crawl.jsonl import crawl_to_jsonl
+from geoweb.models import DeferReason
 from geoweb.settings import Settings
 
 KML = b"""<?xml version="1.0" encoding="UTF-8"?>
@@ -172,3 +173,5 @@ def test_a_level_is_read_as_its_queues_drain():
     assert sorted(p.url for p in pages) == sorted(link.url for link in links)
     assert sorted(fetched) == sorted(p.url for p in pages if not p.deferred)
     assert (stats.urls, stats.failures, stats.deferred) == (320 + len(failed), len(failed), 80 - len(failed))
+    assert {p.deferred for p in pages if p.deferred} == {DeferReason.HOST_FAILURES}
+    assert crawler.stats["defer/host_failures"] == stats.deferred  # one place counts each deferral

@@ -27,7 +27,16 @@ from geoweb.links.extract import extract_links
 from geoweb.links.filters import HostBudget, URLFilters
 from geoweb.links.normalize import origin
 from geoweb.links.priority import LinkScorer, apply_budget, by_priority, recall_curve
-from geoweb.models import ALL_TYPES, LevelStats, Link, Page, RecordedLink, Resource, resource_from_record
+from geoweb.models import (
+    ALL_TYPES,
+    DeferReason,
+    LevelStats,
+    Link,
+    Page,
+    RecordedLink,
+    Resource,
+    resource_from_record,
+)
 from geoweb.semantic import tag_datasets_in_turns
 from geoweb.settings import Settings
 
@@ -146,190 +155,7 @@ class Crawler:
 
         The links are read as the hosts' queues drain, at most about ``queued_links`` ahead, so a level's
         size does not set the crawl's memory: a shard of millions streams from the frontier."""
-        stats = LevelStats(level)
-        follow = level < self.settings.max_level
-        started = time.monotonic()
-        unread = iter(links)
-        more = True  # links left to read
-        queues: dict[str, deque[Link]] = defaultdict(deque)
-        queued = 0
-        # per-host workers keep hosts interleaved; the semaphore keeps fetches within the connection pool,
-        # since time spent waiting for a connection counts against the fetcher's total timeout
-        in_flight = asyncio.Semaphore(self.settings.concurrency)
-        tasks: set[asyncio.Task] = set()
-
-        deadline = started + self.settings.level_deadline if self.settings.level_deadline else float("inf")
-        failed_in_row: Counter[str] = Counter()
-        # A host's time budget counts the time the level waits on it. While some host's next URL waits for a
-        # fetch slot, the crawl sets the pace, not the hosts: a big healthy host among many is never set aside
-        # for its size. Once no URL waits for a slot, the hosts with URLs left are what the level waits on.
-        waited: Counter[str] = Counter()
-        working: Counter[str] = Counter()  # workers running per host
-        waiting_for_slot = 0
-        next_links = 0
-
-        async def clock() -> None:
-            last = time.monotonic()
-            while True:
-                await asyncio.sleep(WAIT_CLOCK_SECONDS)
-                now = time.monotonic()
-                if not waiting_for_slot:
-                    for host in working:
-                        waited[host] += now - last
-                last = now
-
-        def deferred(link: Link, reason: str) -> None:
-            stats.deferred += 1
-            self.stats[f"defer/{reason}"] += 1
-            on_page(Page(link.url, link.source, level, deferred=reason))
-
-        def defer(host: str, queue: deque[Link]) -> None:
-            """Set the host aside with its URLs still queued: each becomes a deferred page."""
-            nonlocal queued
-            queued -= len(queue)
-            while queue:
-                deferred(queue.popleft(), self.set_aside[host])
-
-        def over_budget(host: str, now: float) -> str | None:
-            if now >= deadline:
-                return "level_deadline"
-            if self.settings.host_time_budget and waited[host] >= self.settings.host_time_budget:
-                return "host_time_budget"
-            if self.settings.host_max_failures and failed_in_row[host] >= self.settings.host_max_failures:
-                return "host_failures"
-            return None
-
-        reading_on = False  # a turn of read() is waiting for the loop
-
-        def read() -> None:
-            """Queue the next links, up to ``queued_links`` (at least a fetch slot's worth, so that one slow
-            host holding the queues cannot idle the others), and start the workers their hosts lack. At most
-            READ_TURN links a turn of the event loop: a task reads the rest in the next turns."""
-            nonlocal queued, more, reading_on
-            if reading_on:  # the next turn reads
-                return
-            wanted = max(self.settings.queued_links - queued, self.settings.concurrency)
-            if wanted > READ_TURN:
-                wanted = READ_TURN
-                reading_on = True
-                tasks.add(asyncio.create_task(read_on()))
-            grown = set()
-            for count, link in enumerate(unread, 1):
-                host = origin(link.url)
-                if host in self.set_aside:
-                    deferred(link, self.set_aside[host])
-                else:
-                    queues[host].append(link)
-                    queued += 1
-                    grown.add(host)
-                if count == wanted:
-                    break
-            else:
-                more = False
-            for host in grown:
-                while working[host] < min(self.settings.per_host_concurrency, len(queues[host])):
-                    working[host] += 1
-                    tasks.add(asyncio.create_task(worker(host, queues[host])))
-
-        async def read_on() -> None:
-            nonlocal reading_on
-            await asyncio.sleep(0)
-            reading_on = False
-            if more:
-                read()
-
-        async def worker(host: str, queue: deque[Link]) -> None:
-            try:
-                await fetch_all(host, queue)
-            finally:
-                working[host] -= 1
-                if not working[host]:
-                    del working[host]
-            if more:  # this host's queue ran dry: its slot goes to the links not read yet
-                read()
-
-        async def fetch_all(host: str, queue: deque[Link]) -> None:
-            nonlocal waiting_for_slot, queued, next_links
-            while queue:
-                if host not in self.set_aside and (reason := over_budget(host, time.monotonic())):
-                    self.set_aside[host] = reason
-                    log.warning("level %d: %s set aside (%s); its %d URLs left are deferred", level, host,
-                                reason, len(queue))  # fmt: skip
-                if host in self.set_aside:
-                    defer(host, queue)
-                    return
-                url, source, _ = queue.popleft()
-                queued -= 1
-                if more and queued <= self.settings.queued_links // 2:
-                    read()
-                page = Page(url, source, level)
-                # a fetch still running at the level's deadline ends there: the host is set aside
-                timer = asyncio.timeout_at(deadline if deadline != float("inf") else None)
-                waiting_for_slot += 1
-                try:
-                    async with timer:
-                        try:
-                            await in_flight.acquire()
-                        finally:
-                            waiting_for_slot -= 1
-                        try:
-                            status, page.resources, page.links = await self.process(
-                                url, source, level, follow
-                            )
-                        finally:
-                            in_flight.release()
-                except TimeoutError:
-                    if not timer.expired():
-                        raise
-                    reason = "level_deadline"
-                    self.set_aside.setdefault(host, reason)
-                    page.deferred = reason
-                    stats.deferred += 1
-                    self.stats[f"defer/{reason}"] += 1
-                except RobotsDisallowed as exc:
-                    self.stats["skip/robots_disallowed"] += 1  # never requested: neither fetched nor failed
-                    page.error = exc
-                except OverMemoryBudget as exc:
-                    # the crawl's memory, not the host's fault: a later run reads it
-                    page.deferred = exc.reason
-                    stats.deferred += 1
-                    self.stats[f"defer/{exc.reason}"] += 1
-                except FetchError as exc:
-                    stats.urls += 1
-                    stats.failures += 1
-                    failed_in_row[host] += 1
-                    self.stats[f"fail/{exc.reason}"] += 1
-                    page.error = exc
-                else:
-                    # a host answering 5xx or 429 (after the fetcher's retries) is failing too: a tarpit
-                    failed_in_row[host] = failed_in_row[host] + 1 if status == 429 or status >= 500 else 0
-                    stats.urls += 1
-                    stats.resources += len(page.resources)
-                    next_links += len(page.links)
-                on_page(page)
-
-        ticking = asyncio.create_task(clock())
-        read()
-        try:
-            with survivors_frozen():
-                while tasks:  # workers start more workers as they read links
-                    done, _ = await asyncio.wait(set(tasks), return_when=asyncio.FIRST_EXCEPTION)
-                    tasks.difference_update(done)
-                    for task in done:
-                        task.result()
-        finally:
-            ticking.cancel()
-            for task in tasks:
-                task.cancel()
-        stats.deferred_hosts = sum(1 for host in queues if host in self.set_aside)
-        stats.seconds = time.monotonic() - started
-        log.info(
-            "level %d: %d URLs fetched, %d failed, %d deferred (%d hosts set aside), %d resources (ratio %.4f), "
-            "%d links for the next level, %.1fs",
-            level, stats.urls, stats.failures, stats.deferred, stats.deferred_hosts, stats.resources,
-            stats.discovery_ratio, next_links, stats.seconds,
-        )  # fmt: skip
-        return stats
+        return await LevelRun(self, links, level, on_page).run()
 
     async def process(
         self, url: str, source: str | None, level: int, follow: bool
@@ -409,3 +235,196 @@ class Crawler:
                 await tag_datasets_in_turns(r.datasets, self.settings.concept_lcs_threshold)
             kept.append(r)
         return kept
+
+
+class LevelRun:
+    """One level under way (``Crawler.run_level``): its links read into per-host queues as they drain, a
+    worker per host slot, the hosts' budgets, and its counts. Every URL it does not fetch goes through
+    ``defer``, with its ``DeferReason``.
+
+    A host's time budget counts the time the level waits on it. While some host's next URL waits for a fetch
+    slot, the crawl sets the pace, not the hosts: a big healthy host among many is never set aside for its
+    size. Once no URL waits for a slot, the hosts with URLs left are what the level waits on.
+    """
+
+    def __init__(self, crawler: Crawler, links: Iterable[Link], level: int, on_page: PageSink):
+        self.crawler, self.settings, self.level, self.on_page = crawler, crawler.settings, level, on_page
+        self.stats = LevelStats(level)
+        self.follow = level < self.settings.max_level
+        self.started = time.monotonic()
+        self.deadline = self.started + self.settings.level_deadline if self.settings.level_deadline else None
+        self.unread = iter(links)
+        self.more = True  # links left to read
+        self.reading_on = False  # a turn of read() is waiting for the loop
+        self.queues: dict[str, deque[Link]] = defaultdict(deque)
+        self.queued = 0
+        # per-host workers keep hosts interleaved; the semaphore keeps fetches within the connection pool,
+        # since time spent waiting for a connection counts against the fetcher's total timeout
+        self.in_flight = asyncio.Semaphore(self.settings.concurrency)
+        self.tasks: set[asyncio.Task] = set()
+        self.failed_in_row: Counter[str] = Counter()
+        self.waited: Counter[str] = Counter()  # seconds the level waited on each host
+        self.working: Counter[str] = Counter()  # workers running per host
+        self.waiting_for_slot = 0
+        self.next_links = 0
+
+    async def run(self) -> LevelStats:
+        ticking = asyncio.create_task(self.clock())
+        self.read()
+        try:
+            with survivors_frozen():
+                while self.tasks:  # workers start more workers as they read links
+                    done, _ = await asyncio.wait(set(self.tasks), return_when=asyncio.FIRST_EXCEPTION)
+                    self.tasks.difference_update(done)
+                    for task in done:
+                        task.result()
+        finally:
+            ticking.cancel()
+            for task in self.tasks:
+                task.cancel()
+        stats = self.stats
+        stats.deferred_hosts = sum(1 for host in self.queues if host in self.crawler.set_aside)
+        stats.seconds = time.monotonic() - self.started
+        log.info(
+            "level %d: %d URLs fetched, %d failed, %d deferred (%d hosts set aside), %d resources (ratio %.4f), "
+            "%d links for the next level, %.1fs",
+            self.level, stats.urls, stats.failures, stats.deferred, stats.deferred_hosts, stats.resources,
+            stats.discovery_ratio, self.next_links, stats.seconds,
+        )  # fmt: skip
+        return stats
+
+    async def clock(self) -> None:
+        last = time.monotonic()
+        while True:
+            await asyncio.sleep(WAIT_CLOCK_SECONDS)
+            now = time.monotonic()
+            if not self.waiting_for_slot:
+                for host in self.working:
+                    self.waited[host] += now - last
+            last = now
+
+    def defer(self, page: Page, reason: DeferReason) -> None:
+        """The one place a URL is not fetched: counted, and handed on as a deferred page (a later run
+        takes it)."""
+        page.deferred = reason
+        self.stats.deferred += 1
+        self.crawler.stats[f"defer/{reason}"] += 1
+        self.on_page(page)
+
+    def defer_link(self, link: Link) -> None:
+        """A link of a host set aside."""
+        self.defer(Page(link.url, link.source, self.level), self.crawler.set_aside[origin(link.url)])
+
+    def over_budget(self, host: str, now: float) -> DeferReason | None:
+        if self.deadline is not None and now >= self.deadline:
+            return DeferReason.LEVEL_DEADLINE
+        if self.settings.host_time_budget and self.waited[host] >= self.settings.host_time_budget:
+            return DeferReason.HOST_TIME_BUDGET
+        if self.settings.host_max_failures and self.failed_in_row[host] >= self.settings.host_max_failures:
+            return DeferReason.HOST_FAILURES
+        return None
+
+    def read(self) -> None:
+        """Queue the next links, up to ``queued_links`` (at least a fetch slot's worth, so that one slow
+        host holding the queues cannot idle the others), and start the workers their hosts lack. At most
+        READ_TURN links a turn of the event loop: a task reads the rest in the next turns."""
+        if self.reading_on:  # the next turn reads
+            return
+        wanted = max(self.settings.queued_links - self.queued, self.settings.concurrency)
+        if wanted > READ_TURN:
+            wanted = READ_TURN
+            self.reading_on = True
+            self.tasks.add(asyncio.create_task(self.read_on()))
+        grown = set()
+        for count, link in enumerate(self.unread, 1):
+            host = origin(link.url)
+            if host in self.crawler.set_aside:
+                self.defer_link(link)
+            else:
+                self.queues[host].append(link)
+                self.queued += 1
+                grown.add(host)
+            if count == wanted:
+                break
+        else:
+            self.more = False
+        for host in grown:
+            while self.working[host] < min(self.settings.per_host_concurrency, len(self.queues[host])):
+                self.working[host] += 1
+                self.tasks.add(asyncio.create_task(self.worker(host, self.queues[host])))
+
+    async def read_on(self) -> None:
+        await asyncio.sleep(0)
+        self.reading_on = False
+        if self.more:
+            self.read()
+
+    async def worker(self, host: str, queue: deque[Link]) -> None:
+        try:
+            await self.fetch_all(host, queue)
+        finally:
+            self.working[host] -= 1
+            if not self.working[host]:
+                del self.working[host]
+        if self.more:  # this host's queue ran dry: its slot goes to the links not read yet
+            self.read()
+
+    async def fetch_all(self, host: str, queue: deque[Link]) -> None:
+        set_aside = self.crawler.set_aside
+        while queue:
+            if host not in set_aside and (reason := self.over_budget(host, time.monotonic())):
+                set_aside[host] = reason
+                log.warning("level %d: %s set aside (%s); its %d URLs left are deferred", self.level, host,
+                            reason, len(queue))  # fmt: skip
+            if host in set_aside:
+                self.queued -= len(queue)
+                while queue:
+                    self.defer_link(queue.popleft())
+                return
+            link = queue.popleft()
+            self.queued -= 1
+            if self.more and self.queued <= self.settings.queued_links // 2:
+                self.read()
+            await self.fetch_one(host, link)
+
+    async def fetch_one(self, host: str, link: Link) -> None:
+        """Fetch one link within the level's deadline and a fetch slot, and hand its page on."""
+        page = Page(link.url, link.source, self.level)
+        # a fetch still running at the level's deadline ends there: the host is set aside
+        timer = asyncio.timeout_at(self.deadline)
+        self.waiting_for_slot += 1
+        try:
+            async with timer:
+                try:
+                    await self.in_flight.acquire()
+                finally:
+                    self.waiting_for_slot -= 1
+                try:
+                    status, page.resources, page.links = await self.crawler.process(
+                        link.url, link.source, self.level, self.follow
+                    )
+                finally:
+                    self.in_flight.release()
+        except TimeoutError:
+            if not timer.expired():
+                raise
+            self.crawler.set_aside.setdefault(host, DeferReason.LEVEL_DEADLINE)
+            return self.defer(page, DeferReason.LEVEL_DEADLINE)
+        except RobotsDisallowed as exc:
+            self.crawler.stats["skip/robots_disallowed"] += 1  # never requested: neither fetched nor failed
+            page.error = exc
+        except OverMemoryBudget:
+            return self.defer(page, DeferReason.MEMORY_BUDGET)  # the crawl's memory, not the host's fault
+        except FetchError as exc:
+            self.stats.urls += 1
+            self.stats.failures += 1
+            self.failed_in_row[host] += 1
+            self.crawler.stats[f"fail/{exc.reason}"] += 1
+            page.error = exc
+        else:
+            # a host answering 5xx or 429 (after the fetcher's retries) is failing too: a tarpit
+            self.failed_in_row[host] = self.failed_in_row[host] + 1 if status == 429 or status >= 500 else 0
+            self.stats.urls += 1
+            self.stats.resources += len(page.resources)
+            self.next_links += len(page.links)
+        self.on_page(page)

@@ -2,7 +2,7 @@
 a crawl carries and records, what a revisit checks, and the statuses the store keeps. It imports nothing of
 geoweb but its errors, so any module may use it."""
 
-from geoweb.models.crawl import LevelStats, Link, Page, RecordedLink, RunStatus, URLStatus
+from geoweb.models.crawl import DeferReason, LevelStats, Link, Page, RecordedLink, RunStatus, URLStatus
 from geoweb.models.records import OnlineResource, Record, RecordStatus, Scene, SourceStatus
 from geoweb.models.resources import (
     ALL_TYPES,
@@ -25,7 +25,7 @@ from geoweb.models.revisit import CheckOutcome, CheckResult, Due, ScheduleState,
 
 __all__ = [
     "ALL_TYPES", "ARCGIS_TYPES", "DATASET_FIELDS", "FILE_TYPES", "OGCAPI_TYPES", "OGC_TYPES", "STAC_TYPES",
-    "BBox", "CheckOutcome", "CheckResult", "Conformance", "Dataset", "Due", "LevelStats", "Link",
+    "BBox", "CheckOutcome", "CheckResult", "Conformance", "Dataset", "DeferReason", "Due", "LevelStats", "Link",
     "OnlineResource", "Page", "Record", "RecordStatus", "RecordedLink", "Resource", "ResourceStatus",
     "RunStatus", "Scene", "ScheduleState", "ScheduleStatus", "SourceStatus", "URLStatus",
     "resource_from_record", "sha256", "union_bbox",

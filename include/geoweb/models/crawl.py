@@ -31,6 +31,16 @@ class URLStatus(StrEnum):
     DEFERRED = "deferred"  # not fetched: its host was set aside for the run
 
 
+class DeferReason(StrEnum):
+    """Why a URL of a level was not fetched (``Page.deferred``, a deferred row's ``error_reason``): a later run
+    takes it (``Frontier.take_deferred``)."""
+
+    LEVEL_DEADLINE = "level_deadline"  # the shard's level ran past its deadline
+    HOST_TIME_BUDGET = "host_time_budget"  # the level waited on its host too long
+    HOST_FAILURES = "host_failures"  # its host failed too many times in a row
+    MEMORY_BUDGET = "memory_budget"  # its answer did not fit in the crawl's memory bound
+
+
 class Link(NamedTuple):
     """A link as the crawl carries it: the URL, the page that linked to it (None for seeds), its score."""
 
@@ -59,7 +69,7 @@ class Page:
     resources: list[Resource] = field(default_factory=list)
     links: list[Link] = field(default_factory=list)
     error: FetchError | None = None  # the fetch failed (robots.txt refusals included)
-    deferred: str | None = None  # not fetched: its host was set aside, for this reason
+    deferred: DeferReason | None = None  # not fetched, for this reason
 
 
 @dataclass

@@ -22,7 +22,7 @@ from psycopg2.extras import execute_values
 from geoweb.errors import RobotsDisallowed, StoreError
 from geoweb.links.normalize import origin
 from geoweb.links.priority import kept_count
-from geoweb.models import Link, Page, RunStatus, URLStatus
+from geoweb.models import DeferReason, Link, Page, RunStatus, URLStatus
 from geoweb.store.clean import MAX_URL_BYTES, Cleaner, storable_url
 from geoweb.store.repository import PAGE_SIZE, Repository
 from geoweb.store.resources import upsert_run_resources
@@ -113,7 +113,7 @@ def outcome(page: Page) -> tuple[URLStatus, str | None, str | None]:
     of a host set aside, or whose answer did not fit in the crawl's memory bound, is deferred, with the
     reason."""
     if page.deferred is not None:
-        if page.deferred == "memory_budget":
+        if page.deferred == DeferReason.MEMORY_BUDGET:
             return URLStatus.DEFERRED, page.deferred, "not read: the answer did not fit in the memory bound"
         return URLStatus.DEFERRED, page.deferred, "not fetched: its host was set aside for the run"
     if page.error is None:

@@ -79,8 +79,8 @@ def worth_reading(root: Root) -> bool:
 def classify(root: etree._Element) -> tuple[ServiceType, str | None, list[str]]:
     """The service type and version of a capabilities document, from its root element, namespace and
     version attribute, and the defects found in them: a root without its namespace is known by a local name
-    only one type uses; a version attribute whose major and minor numbers contradict the namespace loses to it. Raises OGCExceptionReport for an exception report, NotCapabilities for any other
-    root."""
+    only one type uses; a version attribute whose major and minor numbers contradict the namespace loses to
+    it. Raises OGCExceptionReport for an exception report, NotCapabilities for any other root."""
     qname = etree.QName(root)
     key = (qname.namespace, qname.localname)
     service, implied, defects = _BY_ROOT.get(key), None, []
