@@ -16,9 +16,14 @@ from geoweb_airflow import connector_config, form_params, harvest_store, migrate
 DOC = f"""
 ### Load new satellite scenes
 
+Loads the scenes that satellite-image archives added since their watermark into `archive_scenes`: the NSPO
+archive, whose API is undocumented, through a request and field mapping kept in
+`include/geoweb/connectors/archive/nspo.json` (reconfigure it there, or with the `mapping` setting), and STAC
+APIs. Runs `@daily`, one run at a time; every task retries twice, 5 minutes apart.
+
 `archives` names the archives to read: the run's `archives`, else the Airflow Variable `{ARCHIVES_VARIABLE}`
 (a JSON list such as `["nspo", "stac"]`); with none, the run does nothing and its log names the Variable.
-From the form: choose the archives (or leave them empty for the Variable's), press Trigger. The run's
+From the form: choose the archives in the multi-select (or leave them empty for the Variable's), press Trigger. The run's
 **GeoWeb report** tab shows each archive's counts. `harvest` runs once per archive: the
 scenes acquired since the archive's watermark (scene id, satellite, sensor, acquisition time, footprint,
 cloud cover, quick-look URL) go into `archive_scenes`, committed page by page and keyed by (archive, scene
@@ -26,7 +31,8 @@ id), so a repeated or resumed run changes nothing. The watermark moves only when
 
 An archive's URL, key and other settings come from the Connection `geoweb_<name>` (extra: `url`,
 `page_size`, `collections` for STAC, `mapping` for a request and field mapping of your own; password: the
-key), else from `GEOWEB_<NAME>_URL`, `GEOWEB_<NAME>_KEY`... A failing archive fails its own task with the
+key), else from `GEOWEB_<NAME>_URL`, `GEOWEB_<NAME>_KEY`... (for the test web's STAC API: the Connection
+`geoweb_stac` with extra `{{"url": "http://127.0.0.1:18042"}}`). A failing archive fails its own task with the
 page and the reason (kept in `catalogue_sources` too); each task returns its counts.
 """
 

@@ -32,6 +32,9 @@ from geoweb_airflow import (
 DOC = f"""
 ### Harvest the CSW catalogues
 
+Harvests every known CSW catalogue into PostGIS, then crawls the services and files its records point to (the
+deep-web path). Runs `@daily`, one run at a time; every task retries twice, 2 minutes apart.
+
 `catalogues` lists what to harvest: the run's `catalogues`, the Airflow Variable `{CATALOGUES_VARIABLE}` (a
 JSON list of endpoints, else the environment's `GEOWEB_CSW_CATALOGUES`, separated by commas) and every CSW
 the crawl has loaded into `resources`; with none of them the run does nothing and its log says which Variable

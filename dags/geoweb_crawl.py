@@ -36,36 +36,66 @@ log = logging.getLogger("geoweb.dags")
 DOC = f"""
 ### Crawl the web for geospatial resources
 
-Seeds go into the run's crawl frontier (level 0). Each level is split by host into shards, crawled in
-parallel on the Celery workers (pool `{CRAWL_POOL}`): pages are fetched politely (robots.txt, per-host
-delay and concurrency), OGC services, KML and shapefiles are recognised and validated, and resources are
-loaded into PostGIS page by page. `finish_run` logs the per-level table (URLs, resources, discovery ratio)
-and stores a PNG plot of it with the run.
+Crawls the web breadth-first from seed pages and loads the services and files it finds into PostGIS. Runs
+`@weekly`, without catchup, one run at a time; every task retries twice, 30 s apart.
 
-**From the form**: give the seed pages (and, for a web on a local network, its hosts under `allowed_hosts`),
-press Trigger; every other field has its default. The run's page then has a **GeoWeb report** tab: the
-per-level table, the plot, resources per type and links into GeoHub. Each crawl task is labelled with its
-shard and hosts, and its log lists every resource it finds.
+```
+start_run → seed_search → plan_level_0 → crawl_level_0[shard…] → … → crawl_level_{MAX_LEVEL}[shard…] → finish_run
+```
 
-A failed run resumes: clear its failed tasks and only the URLs not yet done are crawled. The same keys work
-as run conf from the CLI (`airflow dags trigger geoweb_crawl --conf '{{"seeds": ["https://..."]}}'`) and
-the REST API. Levels beyond `max_level` (at most {MAX_LEVEL}) are skipped. A run that names neither `seeds`
-nor `search_providers` (a scheduled run) takes them from the Airflow Variables `{SEEDS_VARIABLE}` (a JSON list
-of URLs) and `{PROVIDERS_VARIABLE}` (a JSON list of provider names); with neither set, a scheduled run does
-nothing (its tasks are skipped) and `start_run` logs which Variable to set, while a run triggered by hand
-fails, naming the fields to fill. `allowed_hosts` left empty takes the Variable `{ALLOWED_HOSTS_VARIABLE}`. A
-bad conf fails `start_run` at once, naming the key. The params a run began with are stored with it
-(`crawl_runs.params`) and every later task works with them. URL-pattern policies (skip or fetch
-by regular expression) come from `url_policies`, else the Variable `{POLICIES_VARIABLE}`, else
-`GEOWEB_URL_POLICIES`.
+**From the form**: give the seed pages (one URL per line) and, for a web on a local network, its hosts under
+`allowed_hosts` (one `host[:port]` per line), then press Trigger. The first section, Run Parameters, holds
+what a crawl is about; the others (Search seeding, Politeness and scale, Link priority and URL policies) stay
+collapsed with their defaults. Every field has a default, with its unit and range in its description; an
+optional field left empty means its default. The same keys work as run conf from the CLI (`airflow dags
+trigger geoweb_crawl --conf '{{"seeds": ["https://..."], "max_level": 3}}'`) and the REST API.
 
-`seed_search` searches the keywords of the run's types (`keywords_by_type`, then `keywords`) with each of
-`search_providers` (web search: `searxng`, `google`, `brave`; data portals: `datagov`, `ckan`), reading
-`search_pages` result pages each, and adds the pages and service/file links found at level 0, each with
-the keyword that found it. A provider's URL and key come from the Connection `geoweb_<name>` (extra: `url`
-and other settings; password: the key), else from `GEOWEB_<NAME>_URL`, `GEOWEB_<NAME>_KEY`... A spent
-quota or a missing key fails the task at once; without providers it does nothing. A retry skips the searches
-an earlier try finished, so no quota is spent twice.
+**Following a run**: each crawl task is labelled with its shard and hosts (`shard 3: data.example.org,
+maps.example.org and 2 more`), and its log lists every resource as it is found (`found WMS https://... (12
+datasets) on https://...`), then the shard's counts. The run's page has a **GeoWeb report** tab: the
+per-level table, the plot (resources and URLs fetched per level, discovery ratio, recall curve of the link
+budget), resources per type and links into GeoHub filtered to the run and to each type.
+
+**Tasks**:
+
+- `start_run` migrates the harvest database, then begins (or resumes) the run in `crawl_runs` and adds its
+  seeds to the run's crawl frontier at level 0. It stores the params the run began with (`crawl_runs.params`)
+  and every later task works with those. A bad conf, or a key the params do not know, fails it at once,
+  naming the key.
+- `seed_search` searches the keywords of the run's types (`keywords_by_type`, then `keywords`) with each of
+  `search_providers` (web search: `searxng`, `google`, `brave`; data portals: `datagov`, `ckan`), reading
+  `search_pages` result pages each. Pages and service or file links found join level 0, each with the keyword
+  that found it; portal datasets go to `catalogue_records`. A provider's URL and key come from the Connection
+  `geoweb_<name>` (extra: `url` and other settings; password: the key), else from `GEOWEB_<NAME>_URL`,
+  `GEOWEB_<NAME>_KEY`... A spent quota or a missing key fails the task at once, with the provider's message;
+  without providers it does nothing. A retry skips the searches an earlier try finished (`seed_searches`), so
+  no quota is spent twice.
+- `plan_level_N` returns the ids of level N's shards that still have URLs to fetch: none past `max_level` (at
+  most {MAX_LEVEL}) or when nothing is pending. XCom carries only these ids, never URLs.
+- `crawl_level_N` is mapped over those ids in the pool `{CRAWL_POOL}`. A shard holds every URL of some hosts,
+  so one task at a time crawls a given host and politeness (robots.txt, per-host delay and concurrency) holds
+  across workers. OGC services, OGC APIs, STAC, ArcGIS REST services and files are recognised and validated;
+  pages, resources and new links are committed in batches of 50 pages or every 2 s. A URL enters the
+  frontier at most once per run, whichever worker finds it. A level without shards skips its mapped task;
+  the next `plan_level` and `finish_run` still run.
+- `finish_run` logs the per-level table (URLs, resources, discovery ratio), stores it and a PNG plot of it
+  with the run (`crawl_runs.summary`, `crawl_runs.report_png`) and marks the run `success`.
+
+**Failures**: a killed worker or a retried task redoes only the pages not yet committed, and redoing a page
+writes the same rows, so nothing is duplicated. To resume a failed run, clear its failed tasks: only the
+URLs not yet done are crawled. A failed DAG run marks its `crawl_runs` row `failed`.
+
+**Scheduled runs and Variables**: the DAG starts paused. A run that names neither `seeds` nor
+`search_providers` (a scheduled run) takes them from the Airflow Variables `{SEEDS_VARIABLE}` (a JSON list of
+URLs) and `{PROVIDERS_VARIABLE}` (a JSON list of provider names); with neither set, a scheduled run does
+nothing (its tasks are skipped, the run ends `success`) and `start_run` logs which Variable to set, while a
+run triggered by hand fails, naming the fields to fill. `allowed_hosts` left empty takes the Variable
+`{ALLOWED_HOSTS_VARIABLE}`. URL-pattern policies (skip or fetch by regular expression) come from
+`url_policies`, else the Variable `{POLICIES_VARIABLE}`, else `GEOWEB_URL_POLICIES`. `make demo` sets the
+Variables to the local GeoWeb's.
+
+**Database**: the Airflow Connection `geoweb_db`, else the environment variable `GEOWEB_DB`, read inside the
+tasks; parsing the DAG opens no connection.
 """
 
 

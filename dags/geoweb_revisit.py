@@ -25,6 +25,11 @@ from geoweb_airflow import (
 DOC = f"""
 ### Re-check known services and files
 
+Re-checks the known resources that are due, at intervals adapted to how often each one changes: `plan` →
+`check[shard…]` → `summarize`. Runs `@hourly`, one run at a time; every task retries twice, 30 s apart; with
+nothing due a run checks nothing. The schedule, the policies and SQL on the history: `docs/revisits.md` in
+the repository.
+
 `plan` takes up to `batch_size` resources whose next check is due (a resource new to the schedule is due one
 day after it was found) and splits them by host into shards. `check` runs once per shard in the pool
 `{CRAWL_POOL}`, politely (robots.txt, per-host delay and concurrency, the address guard): each resource's
