@@ -36,6 +36,8 @@ from geoweb.store import Store, shard_of
 log = logging.getLogger("geoweb.revisit")
 
 COUNTS = ("checked", "unchanged", "changed", "failed", "newly_dead", "revived", "skipped")
+# raw checks kept; older ones are summed per day. More than the 30 days resource_quality reads.
+CHECKS_KEPT_DAYS = 45
 
 ResultSink = Callable[[dict[str, Any]], None]
 
@@ -170,14 +172,18 @@ def _line(result: CheckResult, delay: float, details: dict[str, Any]) -> dict[st
 
 
 def summarize(store: Store, summaries: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """The run's totals over its shards and the schedule's state (alive, dead, next due), logged as a table."""
+    """The run's totals over its shards and the schedule's state (alive, dead, next due), logged as a table;
+    checks older than ``CHECKS_KEPT_DAYS`` are summed per day and pruned (``pruned``)."""
     totals = Counter(dict.fromkeys(COUNTS, 0))
     for summary in summaries:
         totals.update({k: summary.get(k, 0) for k in COUNTS})
-    result = dict(totals) | store.revisits.overview()
+    pruned = store.revisits.prune_checks(CHECKS_KEPT_DAYS)
+    result = dict(totals) | store.revisits.overview() | {"pruned": pruned}
     log.info("revisit summary:\n%s", table(result))
     return result
 
 
 def table(summary: dict[str, Any]) -> str:
-    return "\n".join(f"  {name:<12} {summary.get(name)}" for name in (*COUNTS, "alive", "dead", "next_due"))
+    return "\n".join(
+        f"  {name:<12} {summary.get(name)}" for name in (*COUNTS, "alive", "dead", "next_due", "pruned")
+    )

@@ -1,5 +1,6 @@
-"""The store's side of revisits: each resource's schedule (``resource_schedule``) and its change history
-(``resource_checks``).
+"""The store's side of revisits: each resource's schedule (``resource_schedule``), its check history
+(``resource_checks``, older checks summed per day in ``resource_check_days``) and its quality figures
+(``resource_quality``).
 
 A resource joins the schedule the first time due resources are asked for, due one
 initial interval after it was last seen. Recording a check is one transaction: the resource reloaded as a
@@ -23,6 +24,7 @@ from geoweb.models import (
     ScheduleState,
     ScheduleStatus,
 )
+from geoweb.models.revisit import check_operation
 from geoweb.store.clean import Cleaner
 from geoweb.store.repository import Repository
 from geoweb.store.resources import upsert_resources
@@ -72,9 +74,15 @@ ORDER BY position
 """
 _CHECK_INSERT = """
 INSERT INTO resource_checks (resource_id, run_id, outcome, http_status, error_reason, error_message,
-    content_sha256, seconds, details)
+    content_sha256, seconds, details, operation, first_byte_seconds, total_seconds, bytes)
 VALUES (%(id)s, %(run_id)s, %(outcome)s, %(status)s, %(reason)s, %(message)s, %(sha)s, %(seconds)s,
-    %(details)s)
+    %(details)s, %(operation)s, %(first_byte)s, %(total)s, %(bytes)s)
+"""
+_QUALITY = """
+SELECT resource_id, type, url, checks_7d, availability_7d_percent, checks_30d, availability_30d_percent,
+    last_success_at, operations_30d, inspire_availability_rule, inspire_availability, inspire_getmap_rule,
+    inspire_getmap
+FROM resource_quality WHERE resource_id = ANY(%s) ORDER BY resource_id
 """
 
 
@@ -139,10 +147,29 @@ class Revisits(Repository):
                 {"id": due.id, "run_id": clean.text(run_id, "run id"), "outcome": result.outcome,
                  "status": result.http_status, "reason": clean.text(result.error_reason, "error reason"),
                  "message": clean.text(result.error_message, "error message"), "sha": result.fingerprint,
-                 "seconds": result.seconds, "details": clean.json(details, "details")},
+                 "seconds": result.seconds, "details": clean.json(details, "details"),
+                 "operation": result.operation or check_operation(due.type),
+                 "first_byte": result.first_byte_seconds, "total": result.total_seconds, "bytes": result.bytes},
             )  # fmt: skip
         clean.log_changes(f"check of {due.url} ({due.type})")
         return details, delay
+
+    def prune_checks(self, keep_days: float) -> int:
+        """Sum the checks older than ``keep_days`` (whole UTC days, at least 31) per resource, day and operation
+        into ``resource_check_days`` and delete them, change events excepted; returns the rows deleted."""
+        with self._transaction() as cur:
+            cur.execute("SELECT prune_resource_checks(make_interval(secs => %s))", (keep_days * 86400,))
+            (pruned,) = cur.fetchone()
+        if pruned:
+            log.info("%d checks older than %g days summed per day and pruned", pruned, keep_days)
+        return pruned
+
+    def quality(self, ids: Collection[int]) -> list[dict[str, Any]]:
+        """The ``resource_quality`` rows of ``ids``, by id."""
+        with self._transaction() as cur:
+            cur.execute(_QUALITY, (list(ids),))
+            names = [column.name for column in cur.description]
+            return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
     def overview(self) -> dict[str, Any]:
         """Resources per schedule state, and when the next check is due."""
