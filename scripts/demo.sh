@@ -15,7 +15,7 @@ echo
 echo "== geoweb_crawl on the test web, through Airflow"
 .venv/bin/python -m stack.demo
 echo
-echo "== the geoweb command (README: The geoweb command)"
+echo "== the geoweb command (docs/cli.md)"
 echo "Put it on the PATH of this shell:"
 echo "  export PATH=\"$PWD/.venv/bin:\$PATH\""
 echo "then, for example (without GEOWEB_DB it uses the stack's database, and says so):"

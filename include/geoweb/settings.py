@@ -95,7 +95,7 @@ class Settings:
     revisit_min_interval: float = 3_600.0  # a service that changes at every check is checked this often
     revisit_max_interval: float = 30 * 86_400.0  # one that never changes (or is dead) at least this often
     revisit_dead_after: int = 5  # failed checks in a row that mark a resource dead (never deleted)
-    # --- lenient and bounded reading of large files (README, "Reliability") ---
+    # --- lenient and bounded reading of large files (docs/reliability.md) ---
     # A ZIP over the download cap from a server that ignores Range is streamed to its end, keeping only its
     # last 64 KiB (its central directory): at most this many bytes are streamed; more is left alone.
     tail_stream_max_bytes: int = 200 * MB
@@ -110,7 +110,7 @@ class Settings:
     validation_timeout: float = 10.0  # seconds one document may take; over it, a miss and a new worker
     validation_memory_bytes: int = 1024 * MB  # address space of a worker (RLIMIT_AS); over it, a miss
     validation_nice: int = 10  # workers' niceness: the crawl's event loop gets the CPU first
-    # --- politeness across the deployment (README, "How it works": Fetching) ---
+    # --- politeness across the deployment (docs/reliability.md#one-politeness-for-the-deployment) ---
     # The Redis URL of the per-origin leases every process shares (per_host_concurrency and the delay,
     # robots Crawl-delay included, then hold across every task of every DAG and every run). Default none:
     # per-process politeness only. When it is set and cannot be reached, requests fail as fetch errors

@@ -1,4 +1,4 @@
-"""Peak memory of one ``geoweb crawl`` process against inputs built to exhaust it (README, "Reliability").
+"""Peak memory of one ``geoweb crawl`` process against inputs built to exhaust it (docs/reliability.md#bounded-memory).
 
 Each test serves one hostile input on loopback, crawls it with ``geoweb crawl`` in a subprocess, and reads
 that process's peak resident set size (``VmHWM`` of /proc/self/status, read by the process itself as it
