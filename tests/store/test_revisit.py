@@ -162,10 +162,12 @@ def test_the_docs_queries_run_on_the_history(store, due, site):
             store, due, "failed", http_status=503, error_reason="http_status", error_message="HTTP 503"
         )
     blocks = re.findall(r"```sql\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
-    assert len(blocks) == 4
+    assert len(blocks) == 5
     results = [rows(store, sql.replace("%", "%%")) for sql in blocks]
     assert (due.url, 1) in [(row[1], row[2]) for row in results[0]]  # changed once
     [dead] = [row for row in results[1] if row[1] == due.url]
     assert dead[2] == 3 and dead[4] == "http_status (HTTP 503)"
     assert "WMS" in [row[0] for row in results[2]]
-    assert any(row[0] == due.url and row[3] == ["layer1"] for row in results[3])
+    [quality] = [row for row in results[3] if row[0] == due.url]
+    assert quality[1:3] == (4, 25) and quality[5:8:2] == ("not enough checks", "not enough checks")
+    assert any(row[0] == due.url and row[3] == ["layer1"] for row in results[4])

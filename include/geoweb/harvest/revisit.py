@@ -166,9 +166,17 @@ def _line(result: CheckResult, delay: float, details: dict[str, Any]) -> dict[st
         "error_reason": result.error_reason,
         "error_message": result.error_message,
         "seconds": round(result.seconds, 3),
+        "operation": result.operation,
+        "first_byte_seconds": _rounded(result.first_byte_seconds),
+        "total_seconds": _rounded(result.total_seconds),
+        "bytes": result.bytes,
         "next_check_at": next_check.isoformat(timespec="seconds"),
         **details,
     }
+
+
+def _rounded(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds, 3)
 
 
 def summarize(store: Store, summaries: Iterable[dict[str, Any]]) -> dict[str, Any]:
