@@ -39,13 +39,19 @@ def test_export_of_an_unknown_run_says_so(store):
         next(store.resources.export("no-such-run"))
 
 
+# geoweb run as from a clone without a local stack, whether or not this clone's stack runs
+WITHOUT_STACK = (
+    "import pathlib, sys; import geoweb.local_stack as local; local.CLONE = pathlib.Path(sys.argv[1]); "
+    "from geoweb.cli import main; sys.exit(main(sys.argv[2:]))"
+)
+
+
 def geoweb(*args: str, db: str | None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "GEOWEB_DB"}
     if db:
         env["GEOWEB_DB"] = db
-    return subprocess.run(
-        [sys.executable, "-m", "geoweb.cli", *args], env=env, capture_output=True, text=True, timeout=120
-    )
+    command = [sys.executable, "-c", WITHOUT_STACK, "/nonexistent-clone", *args]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
 
 
 def test_geoweb_export_writes_the_run_as_json_lines(store, postgis_dsn, run_id, site, tmp_path):
