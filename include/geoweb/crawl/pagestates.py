@@ -26,7 +26,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from email.utils import parsedate_to_datetime
 from enum import StrEnum
@@ -169,7 +169,7 @@ class PageStates:
             with gzip.open(path, "rt", encoding="utf-8") as file:
                 saved = json.load(file)
             if saved.get("version") == STATE_VERSION:
-                self.pages = {url: _page_state(values) for url, values in saved["pages"].items()}
+                self.pages = {url: page_state(values) for url, values in saved["pages"].items()}
         self.known = frozenset(self.pages)  # the URLs the state file held, the ones a budget chooses among
         self.before = {r["url"] + "\n" + r["type"]: r for p in self.pages.values() for r in p.resources}
 
@@ -236,6 +236,21 @@ class PageStates:
         self.pages[url] = state
         self.visited.add(url)
 
+    def settle(self, urls: Iterable[str]) -> tuple[dict[str, PageState], list[str]]:
+        """Take the states of pages done with out of memory (a shard of a crawl DAG run, as it commits its
+        pages): those this run read or carried over, to keep, and the URLs that answered 404 or 410, to
+        forget."""
+        kept, gone = {}, []
+        for url in urls:
+            state = self.pages.pop(url, None)
+            if url in self.gone_pages:
+                gone.append(url)
+            elif state is not None and url in self.visited:
+                kept[url] = state
+            self.visited.discard(url)
+            self.gone_pages.discard(url)
+        return kept, gone
+
     def failed(self, url: str, status: int | None) -> None:
         if status in (404, 410):
             self.gone_pages.add(url)
@@ -287,7 +302,8 @@ def _without_sighting(record: dict) -> dict:
     return {k: v for k, v in record.items() if k not in _SIGHTING}
 
 
-def _page_state(values: dict) -> PageState:
+def page_state(values: dict) -> PageState:
+    """A PageState from its JSON form (a state file's, the page_states table's)."""
     values = dict(values)
     values["links"] = [tuple(link) for link in values.get("links", [])]
     if "visited_at" not in values:  # kept without visit times: its intervals are unknown, its counts restart

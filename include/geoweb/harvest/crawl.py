@@ -3,7 +3,8 @@ shard, finish.
 
 The crawl state lives in the store's frontier (one row per URL of the run, keyed by a 64-bit hash of it), so
 each step can be redone: a retried or killed task loses no URL and duplicates no row, and a failed run resumes where it
-stopped. A level's URLs are sharded by origin, so one host is crawled by one task at a time and per-host
+stopped. What a crawl learns of a URL (``page_states``) outlives the run: the next run of the same crawl asks
+with the validators and carries over what did not change. A level's URLs are sharded by origin, so one host is crawled by one task at a time and per-host
 politeness and robots.txt hold across workers.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import itertools
 import logging
 import time
 from collections import Counter
@@ -22,6 +24,7 @@ from geoweb.connectors.candidates import Portal
 from geoweb.connectors.search.base import SearchProvider
 from geoweb.crawl import CrawlReport
 from geoweb.crawl.factory import open_crawler
+from geoweb.crawl.pagestates import PageStates
 from geoweb.harvest.pagebuffer import PageBuffer
 from geoweb.harvest.params import HarvestParams
 from geoweb.links.filters import URLFilters
@@ -29,6 +32,8 @@ from geoweb.models import LevelStats, Link, Page, Record, RunStatus
 from geoweb.store import Store
 
 log = logging.getLogger("geoweb.harvest")
+
+STATES_READ = 500  # URLs of a shard whose kept states are read in one query, as its URLs are read
 
 
 def start_run(store: Store, run_id: str, params: HarvestParams) -> int:
@@ -153,18 +158,25 @@ def crawl_shard(store: Store, run_id: str, level: int, shard: int, params: Harve
     # the search keyword of each page read and not yet committed, which its links inherit
     keyword_of: dict[str, str | None] = {}
     commit_seconds = 0.0
+    crawl = params.crawl_name()
+    states = PageStates()  # what the crawl's earlier runs kept of the URLs read and not yet committed
 
     def read() -> Iterator[Link]:
-        for url, source, keyword, score in store.frontier.pending_urls(run_id, level, shard):
-            if keyword is not None:
-                keyword_of[url] = keyword
-            yield Link(url, source, score)
+        pending = store.frontier.pending_urls(run_id, level, shard)
+        while batch := list(itertools.islice(pending, STATES_READ)):
+            if not params.full_recrawl:
+                states.pages.update(store.page_states.load(crawl, (url for url, *_ in batch)))
+            for url, source, keyword, score in batch:
+                if keyword is not None:
+                    keyword_of[url] = keyword
+                yield Link(url, source, score)
 
     def commit(pages: list[Page]) -> None:
         # commits block the event loop for a moment, every batch: simpler than a writer thread, and cheap
         nonlocal commit_seconds
         begun = time.monotonic()
         store.frontier.commit_pages(run_id, pages, params.shards, keyword_of)
+        store.page_states.save(crawl, *states.settle(page.url for page in pages))
         for page in pages:
             keyword_of.pop(page.url, None)
         commit_seconds += time.monotonic() - begun
@@ -176,7 +188,7 @@ def crawl_shard(store: Store, run_id: str, level: int, shard: int, params: Harve
     buffer = PageBuffer(commit)
     # hosts an earlier level's shard set aside stay aside for the run
     set_aside = store.frontier.set_aside(run_id)
-    level_stats, stats = asyncio.run(_crawl(read(), level, params, budget_used, set_aside, buffer))
+    level_stats, stats = asyncio.run(_crawl(read(), level, params, budget_used, set_aside, buffer, states))
     level_stats.seconds = time.monotonic() - started
     store.runs.save_level_stats(run_id, level, shard, level_stats)
     summary |= {
@@ -186,6 +198,8 @@ def crawl_shard(store: Store, run_id: str, level: int, shard: int, params: Harve
         "deferred": level_stats.deferred,
         "robots_disallowed": stats["skip/robots_disallowed"],
         "requests": stats["fetch/requests"],
+        "not_modified": stats["unchanged/not_modified"],
+        "unchanged": stats["unchanged/same_bytes"],
         "committed": buffer.committed,
         "commit_seconds": round(commit_seconds, 2),
         "seconds": round(level_stats.seconds, 1),
@@ -201,9 +215,11 @@ async def _crawl(
     budget_used: dict[str, int],
     set_aside: dict[str, str],
     on_page: PageBuffer,
+    states: PageStates,
 ) -> tuple[LevelStats, Counter]:
-    """One level of the engine over the shard's URLs; every page goes to ``on_page``, flushed at the end."""
-    async with open_crawler(params.settings(), types=params.types) as crawler:
+    """One level of the engine over the shard's URLs, carrying over what ``states`` shows unchanged; every
+    page goes to ``on_page``, flushed at the end."""
+    async with open_crawler(params.settings(), types=params.types, pages=states) as crawler:
 
         def seen(links: Iterator[Link]) -> Iterator[Link]:
             # the crawler's Bloom filter is an in-process pre-filter of repeated links; the frontier's keys are

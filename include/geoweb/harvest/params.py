@@ -8,6 +8,7 @@ for params a run leaves empty are named here, where the params' descriptions nam
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -135,6 +136,16 @@ class HarvestParams:
         "Resource types to detect and load; default all of them.",
         **choices_of(ALL_TYPES, minItems=1),
     )
+    crawl: str = param(
+        "",
+        "The crawl this run continues: the runs of one crawl share what they learn of its URLs (validators, "
+        "signatures, links, resources found), so a run asks again with If-None-Match and If-Modified-Since "
+        "and carries over what did not change, unread. Empty (the default): named after the seeds and search "
+        "providers, so the runs of the same seeds (every scheduled run) continue each other.",
+        optional=True,
+        type="string",
+        pattern=r"^[A-Za-z0-9_.:-]{0,100}$",
+    )
     search_providers: tuple[str, ...] = param(
         (),
         "Sources that turn the keywords (section Search seeding) into level-0 seeds: web search (searxng, "
@@ -217,6 +228,13 @@ class HarvestParams:
         section=POLITENESS,
         type="boolean",
     )
+    full_recrawl: bool = param(
+        False,
+        "Read every URL whole, as a first run does, whatever the crawl's earlier runs kept; what this run reads "
+        "is kept for the next. Default off: what did not change since the crawl's last run is carried over.",
+        section=POLITENESS,
+        type="boolean",
+    )
     link_budget: float = param(
         _DEFAULTS.link_budget,
         "Share of each level's links followed, best topical score first (links are scored by anchor text and "
@@ -268,6 +286,13 @@ class HarvestParams:
     def to_conf(self) -> dict[str, Any]:
         """The JSON form (stored with the run)."""
         return to_conf(self)
+
+    def crawl_name(self) -> str:
+        """The crawl this run continues: ``crawl``, else one named after the seeds and search providers."""
+        if self.crawl:
+            return self.crawl
+        digest = hashlib.sha256("\n".join(sorted(self.seeds) + sorted(self.search_providers)).encode())
+        return f"seeds:{digest.hexdigest()[:16]}"
 
     def search_keywords(self) -> tuple[str, ...]:
         """The keywords search seeding searches: those of the run's types, then ``keywords``, each once."""

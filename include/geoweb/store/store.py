@@ -16,6 +16,7 @@ from geoweb.store.catalogue import Catalogue
 from geoweb.store.concepts import load_concepts
 from geoweb.store.frontier import Frontier
 from geoweb.store.migrations import apply_migrations
+from geoweb.store.pagestates import PageStatesTable
 from geoweb.store.repository import transaction
 from geoweb.store.resources import Resources
 from geoweb.store.revisits import Revisits
@@ -26,8 +27,9 @@ class Store:
     """One connection to the harvest database (a psycopg2 connection: one Store per thread), shared by its
     repositories: ``runs`` (runs, their levels, searches and seeds), ``frontier`` (each run's URLs and what
     the crawl found on them), ``resources`` (resources, datasets, a run's export), ``catalogue`` (outside
-    sources, their records and scenes) and ``revisits`` (the revisit schedule and history). Usable as a
-    context manager, which closes the connection."""
+    sources, their records and scenes), ``revisits`` (the revisit schedule and history) and ``page_states``
+    (what each crawl remembers of its URLs between runs). Usable as a context manager, which closes the
+    connection."""
 
     def __init__(self, dsn: str):
         try:
@@ -39,6 +41,7 @@ class Store:
         self.resources = Resources(self.conn)
         self.catalogue = Catalogue(self.conn)
         self.revisits = Revisits(self.conn)
+        self.page_states = PageStatesTable(self.conn)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> Store:

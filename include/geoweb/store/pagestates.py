@@ -1,0 +1,51 @@
+"""The ``page_states`` table: what each crawl remembers of its URLs between runs (``geoweb.crawl.pagestates``),
+read for the URLs a shard is about to fetch and written as their pages are committed."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict
+
+from psycopg2.extras import execute_values
+
+from geoweb.crawl.pagestates import PageState, page_state
+from geoweb.store.repository import PAGE_SIZE, Repository
+
+_UPSERT = """
+INSERT INTO page_states (crawl, url, state) VALUES %s
+ON CONFLICT (crawl, geoweb_url_hash(url)) DO UPDATE SET state = EXCLUDED.state, updated_at = now()
+"""
+
+
+class PageStatesTable(Repository):
+    """The crawls' memories of their URLs."""
+
+    def load(self, crawl: str, urls: Iterable[str]) -> dict[str, PageState]:
+        """The states ``crawl`` keeps of ``urls`` (those it has)."""
+        with self._transaction() as cur:
+            cur.execute(
+                "SELECT s.url, s.state FROM unnest(%s::text[]) AS asked(url) JOIN page_states s "
+                "ON s.crawl = %s AND geoweb_url_hash(s.url) = geoweb_url_hash(asked.url) AND s.url = asked.url",
+                (list(urls), crawl),
+            )
+            return {url: page_state(state) for url, state in cur.fetchall()}
+
+    def save(self, crawl: str, states: Mapping[str, PageState], gone: Iterable[str] = ()) -> None:
+        """Keep ``states`` for ``crawl``, and forget the URLs ``gone`` (they answered 404 or 410), in one
+        transaction; rows in URL order, so concurrent shards lock them in one order."""
+        rows = [(crawl, url, json.dumps(asdict(states[url]))) for url in sorted(states)]
+        with self._transaction() as cur:
+            if rows:
+                execute_values(cur, _UPSERT, rows, page_size=PAGE_SIZE)
+            if gone:
+                cur.execute(
+                    "DELETE FROM page_states WHERE crawl = %s AND (geoweb_url_hash(url), url) IN "
+                    "(SELECT geoweb_url_hash(u), u FROM unnest(%s::text[]) u)",
+                    (crawl, sorted(gone)),
+                )
+
+    def count(self, crawl: str) -> int:
+        with self._transaction() as cur:
+            cur.execute("SELECT count(*) FROM page_states WHERE crawl = %s", (crawl,))
+            return cur.fetchone()[0]

@@ -1,0 +1,88 @@
+"""A crawl that carries forward through the crawl DAG's steps: the second run of the same crawl asks with the
+validators the first kept in PostGIS, carries over what did not change unread (its resources confirmed by
+the run), reads what changed, and a full recrawl reads everything again."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+
+from aiohttp import web
+
+from geoweb.harvest.params import HarvestParams
+from geoweb.store import Store
+from tests.harvest.test_set_aside import harvest
+from tests.hostile.servers import PagesServer
+
+KML = """<?xml version="1.0" encoding="UTF-8"?>
+<kml xmlns="http://www.opengis.net/kml/2.2"><Document><name>{}</name>
+<Placemark><name>A</name><Point><coordinates>10.0,50.0</coordinates></Point></Placemark></Document></kml>"""
+
+
+class ValidatingServer(PagesServer):
+    """Its pages with an ETag each, answering 304 to a request that names it; the conditional headers of
+    every request are recorded."""
+
+    def __init__(self, pages):
+        super().__init__(pages)
+        self.conditional: list[tuple[str, str | None]] = []
+
+    async def _page(self, request: web.Request) -> web.Response:
+        if request.path not in self.pages or request.path == "/robots.txt":
+            return await super()._page(request)
+        self.seen.append(request.path_qs)
+        content_type, body = self.pages[request.path]
+        etag = f'"{hashlib.sha256(body).hexdigest()[:16]}"'
+        self.conditional.append((request.path, request.headers.get("If-None-Match")))
+        if request.headers.get("If-None-Match") == etag:
+            return web.Response(status=304, headers={"ETag": etag})
+        return web.Response(body=body, headers={"Content-Type": content_type, "ETag": etag})
+
+
+def run_resources(store: Store, run_id: str) -> dict[str, str]:
+    with store.transaction() as cur:
+        cur.execute(
+            "SELECT r.url, r.title FROM run_resources rr JOIN crawl_runs c USING (run_id) "
+            "JOIN resources r ON r.id = rr.resource_id WHERE rr.run_id = %s",
+            (run_id,),
+        )
+        return {url.rsplit("/", 1)[1]: title for url, title in cur.fetchall()}
+
+
+def test_a_second_run_of_a_crawl_asks_with_its_validators_and_carries_over_what_did_not_change(postgis_dsn):
+    pages = {
+        "/": ("text/html", b'<html><body><a href="/maps.html">maps</a> <a href="/b.kml">b</a></body></html>'),
+        "/maps.html": ("text/html", b'<html><body><a href="/a.kml">a</a></body></html>'),
+        "/a.kml": ("application/vnd.google-earth.kml+xml", KML.format("Parks").encode()),
+        "/b.kml": ("application/vnd.google-earth.kml+xml", KML.format("Rivers").encode()),
+    }
+    with ValidatingServer(pages) as site, Store(postgis_dsn) as store:
+        conf = {"seeds": [site.url("/")], "allowed_hosts": [site.hostport], "max_level": 2, "shards": 2,
+                "crawl": f"test-{uuid.uuid4().hex[:8]}"}  # fmt: skip
+        params = HarvestParams.from_conf(conf)
+        first_id, first = harvest(store, params)
+        assert all(sent is None for _, sent in site.conditional)
+        assert store.page_states.count(params.crawl) == 4
+
+        site.conditional.clear()
+        pages["/b.kml"] = ("application/vnd.google-earth.kml+xml", KML.format("Rivers and canals").encode())
+        second_id, second = harvest(store, params)
+        asked = dict(site.conditional)
+        assert set(asked) == set(pages) and all(asked.values())  # every URL asked with its ETag
+        assert run_resources(store, second_id) == {"a.kml": "Parks", "b.kml": "Rivers and canals"}
+        assert run_resources(store, first_id) == {"a.kml": "Parks", "b.kml": "Rivers and canals"}
+        assert second["urls"] == first["urls"] == 4  # a 304 is a visit: the levels count it
+
+        site.conditional.clear()
+        harvest(store, HarvestParams.from_conf(conf | {"full_recrawl": True}))
+        assert [sent for _, sent in site.conditional] == [None] * 4
+
+
+def test_runs_of_the_same_seeds_are_one_crawl_and_other_seeds_another():
+    one = HarvestParams.from_conf({"seeds": ["https://a.example/", "https://b.example/"]})
+    same = HarvestParams.from_conf({"seeds": ["https://b.example/", "https://a.example/"], "max_level": 2})
+    other = HarvestParams.from_conf({"seeds": ["https://c.example/"]})
+    assert one.crawl_name() == same.crawl_name() != other.crawl_name()
+    assert (
+        HarvestParams.from_conf({"seeds": ["https://c.example/"], "crawl": "weekly"}).crawl_name() == "weekly"
+    )
