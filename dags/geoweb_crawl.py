@@ -56,6 +56,13 @@ datasets) on https://...`), then the shard's counts. The run's page has a **GeoW
 per-level table, the plot (resources and URLs fetched per level, discovery ratio, recall curve of the link
 budget), resources per type and links into GeoHub filtered to the run and to each type.
 
+**Continuing a crawl**: the runs of one crawl (the field `crawl`; empty, it is named after the seeds and search
+providers, so every scheduled run continues the one before) share what they learnt of each URL, in the table
+`page_states`: a run asks with the validators the last one kept (If-None-Match, If-Modified-Since) and
+carries a 304, or the same bytes, over unread, with the page's links and resources; each shard's summary
+counts them (`not_modified`, `unchanged`). Every URL is read whole at least once a week; `full_recrawl` reads
+them all whole now.
+
 **Tasks**:
 
 - `start_run` migrates the harvest database, then begins (or resumes) the run in `crawl_runs` and adds its
