@@ -7,50 +7,71 @@ import argparse
 import asyncio
 import json
 import logging
-import math
 import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from geoweb.cliparams import add_param_options
 from geoweb.errors import SettingsError
 from geoweb.harvest.export import FORMATS, LAYERS
-from geoweb.harvest.params import SEARCH_PAGES, WEB_SEARCH
+from geoweb.harvest.params import SEARCH_PAGES, WEB_SEARCH, CatalogueParams, HarvestParams, RevisitParams
 from geoweb.models import ALL_TYPES
 from geoweb.settings import Settings
 
 log = logging.getLogger("geoweb")
 
 
-def _types(value: str) -> list[str]:
-    types = [t.strip().upper() for t in value.split(",") if t.strip()]
-    unknown = sorted(set(types) - set(ALL_TYPES))
-    if unknown:
-        raise argparse.ArgumentTypeError(
-            f"unknown type(s) {', '.join(unknown)}; known: {', '.join(ALL_TYPES)}"
-        )
-    return types
+# The params of a DAG run that a command takes, each with the option strings it keeps besides --field-name.
+CRAWL_PARAMS = {
+    "seeds": ("--seed",),
+    "allowed_hosts": ("--allow-host",),
+    "max_level": (),
+    "types": (),
+    "concurrency": (),
+    "per_host_concurrency": (),
+    "per_host_delay": ("--delay",),
+    "max_pages_per_host": (),
+    "link_budget": (),
+    "link_min_score": ("--min-score",),
+}
+REVISIT_PARAMS = {
+    "batch_size": (),
+    "types": (),
+    "allowed_hosts": ("--allow-host",),
+    "dead_after": (),
+    "min_interval_hours": (),
+    "max_interval_hours": (),
+    "per_host_delay": ("--delay",),
+}
+CSW_PARAMS = {"allowed_hosts": ("--allow-host",), "schema": (), "page_size": (), "timeout": ()}
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="geoweb", description=__doc__)
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING (default INFO; on stderr)")
     commands = parser.add_subparsers(dest="command", required=True)
+    _add_crawl(commands)
+    trace = commands.add_parser("filter", help="show what the URL filter chain does with URLs")
+    trace.add_argument("urls", nargs="+")
+    _add_revisit(commands)
+    commands.add_parser(
+        "migrate", help="apply the pending schema migrations to the harvest database (GEOWEB_DB); idempotent"
+    )
+    _add_export(commands)
+    _add_searches(commands)
+    _add_catalogues(commands)
+    return parser
 
+
+def _add_crawl(commands) -> None:
     crawl = commands.add_parser(
-        "crawl", help="crawl breadth-first from seed pages and report resources found"
-    )
-    crawl.add_argument("--seed", action="append", default=[], metavar="URL", help="a seed page (repeatable)")
+        "crawl", help="crawl breadth-first from seed pages and report resources found",
+        description="Options named as the crawl DAG's params take the same values; one not given takes its "
+        "GEOWEB_<NAME> setting, else the param's default.",
+    )  # fmt: skip
+    add_param_options(crawl, HarvestParams, CRAWL_PARAMS)
     crawl.add_argument("--seeds-file", type=Path, help="a file of seed URLs, one per line (# comments)")
-    crawl.add_argument("--max-level", type=int, default=Settings().max_level, help="link hops (default 5)")
-    crawl.add_argument("--types", type=_types, default=list(ALL_TYPES), help="comma list (default: all)")
-    crawl.add_argument(
-        "--allow-host",
-        action="append",
-        default=[],
-        metavar="HOST[:PORT]",
-        help="a host that may resolve to a private or loopback address (repeatable; tests and demos)",
-    )
     crawl.add_argument("--output", "-o", default="-", help="JSON-lines file of resources (default stdout)")
     crawl.add_argument(
         "--state", type=Path, metavar="PATH",
@@ -65,23 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     crawl.add_argument(
         "--plot", type=Path, help="write a PNG of resources and discovery ratio per level, and recall"
     )
-    crawl.add_argument("--concurrency", type=int, help="requests in flight (default from settings)")
-    crawl.add_argument("--per-host-concurrency", type=int, help="requests in flight per host")
-    crawl.add_argument("--delay", type=float, help="seconds between requests to one host")
-    crawl.add_argument(
-        "--link-budget", type=_fraction, metavar="FRACTION",
-        help="share of each level's links followed, best topical score first (default 1: all)",
-    )  # fmt: skip
-    crawl.add_argument(
-        "--min-score", type=float, metavar="SCORE", help="links scoring below this are not followed (-1..1)"
-    )
 
-    trace = commands.add_parser("filter", help="show what the URL filter chain does with URLs")
-    trace.add_argument("urls", nargs="+")
-    _add_revisit(commands)
-    commands.add_parser(
-        "migrate", help="apply the pending schema migrations to the harvest database (GEOWEB_DB); idempotent"
-    )
+
+def _add_export(commands) -> None:
     export = commands.add_parser(
         "export",
         help="write a run's resources and datasets from PostGIS (GEOWEB_DB): geoweb crawl JSON lines, CSV, "
@@ -95,7 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="the table to write: csv, geojson and parquet hold one (default resources), gpkg both",
     )  # fmt: skip
 
-    # connectors: their settings come from GEOWEB_<NAME>_URL, GEOWEB_<NAME>_KEY... (see geoweb.connectors.api)
+
+def _add_searches(commands) -> None:
+    """The connectors that search: their settings come from GEOWEB_<NAME>_URL, GEOWEB_<NAME>_KEY... (see
+    geoweb.connectors.api)."""
     seed = commands.add_parser(
         "seed", help="search the web with one provider (GEOWEB_<PROVIDER>_URL, _KEY...): hits as JSON lines"
     )
@@ -123,16 +133,16 @@ def build_parser() -> argparse.ArgumentParser:
     ckan.add_argument("--rows", type=_positive, help="datasets per page (default 100, at most 1000)")
     ckan.add_argument("--max-pages", type=_positive, default=SEARCH_PAGES, help="pages to read (default 10)")
 
-    csw = commands.add_parser("harvest-csw", help="read a CSW catalogue's records (GetRecords): JSON lines")
-    csw.add_argument("--url", required=True, help="the catalogue's endpoint")
-    csw.add_argument("--page-size", type=_positive, help="records per GetRecords request (default 100)")
-    csw.add_argument("--since", type=_moment, help="only records modified on or after this ISO date or time")
-    csw.add_argument("--schema", choices=("dc", "iso"), help="Dublin Core or ISO 19139 records (default dc)")
-    csw.add_argument("--timeout", type=float, help="seconds for one page (default 120)")
-    csw.add_argument(
-        "--allow-host", action="append", default=[], metavar="HOST[:PORT]",
-        help="a host that may resolve to a private or loopback address (repeatable)",
+
+def _add_catalogues(commands) -> None:
+    csw = commands.add_parser(
+        "harvest-csw", help="read a CSW catalogue's records (GetRecords): JSON lines",
+        description="Options named as the catalogue DAG's params take the same values; one not given takes "
+        "its GEOWEB_CSW_<NAME> setting, else the connector's default.",
     )  # fmt: skip
+    csw.add_argument("--url", required=True, help="the catalogue's endpoint")
+    add_param_options(csw, CatalogueParams, CSW_PARAMS)
+    csw.add_argument("--since", type=_moment, help="only records modified on or after this ISO date or time")
     archive = commands.add_parser(
         "archive", help="read a satellite-image archive's scenes (GEOWEB_<ADAPTER>_URL, _KEY...): JSON lines"
     )
@@ -143,7 +153,6 @@ def build_parser() -> argparse.ArgumentParser:
     archive.add_argument("--page-size", type=_positive, help="scenes per request (default 100)")
     archive.add_argument("--collections", help="STAC collections, separated by commas")
     archive.add_argument("--mapping", help="a JSON file of the request and field mapping (default: shipped)")
-    return parser
 
 
 def _moment(value: str) -> datetime:
@@ -160,16 +169,6 @@ def _bbox(value: str) -> tuple[float, float, float, float]:
     except ValueError:
         raise argparse.ArgumentTypeError(f"not four numbers west,south,east,north: {value!r}") from None
     return west, south, east, north
-
-
-def _fraction(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        number = math.nan
-    if not 0 < number <= 1:
-        raise argparse.ArgumentTypeError(f"a fraction in (0, 1] is needed, not {value!r}")
-    return number
 
 
 def _positive(value: str) -> int:
@@ -235,47 +234,22 @@ def _filter(args) -> int:
 
 
 def _add_revisit(commands) -> None:
-    from geoweb.harvest.params import RevisitParams
-
-    defaults = RevisitParams()
     revisit = commands.add_parser(
-        "revisit", help="re-check the known resources due for a check (GEOWEB_DB): one JSON line per check"
-    )
-    revisit.add_argument(
-        "--batch-size", type=_positive, default=defaults.batch_size,
-        help=f"resources checked at most, those due longest first (default {defaults.batch_size})",
+        "revisit", help="re-check the known resources due for a check (GEOWEB_DB): one JSON line per check",
+        description="Options named as the revisit DAG's params take the same values and defaults.",
     )  # fmt: skip
-    revisit.add_argument(
-        "--dead-after", type=_positive, default=defaults.dead_after,
-        help=f"failed checks in a row that mark a resource dead (default {defaults.dead_after})",
-    )  # fmt: skip
-    revisit.add_argument(
-        "--min-interval-hours", type=float, default=defaults.min_interval_hours,
-        help=f"shortest interval between checks (default {defaults.min_interval_hours:g})",
-    )  # fmt: skip
-    revisit.add_argument(
-        "--max-interval-hours", type=float, default=defaults.max_interval_hours,
-        help=f"longest interval between checks (default {defaults.max_interval_hours:g})",
-    )  # fmt: skip
-    revisit.add_argument("--types", type=_types, default=list(ALL_TYPES), help="comma list (default: all)")
-    revisit.add_argument(
-        "--allow-host", action="append", default=[], metavar="HOST[:PORT]",
-        help="a host that may resolve to a private or loopback address (repeatable)",
-    )  # fmt: skip
+    add_param_options(revisit, RevisitParams, REVISIT_PARAMS)
     revisit.add_argument("--policies", help="URL-pattern policies: a JSON file (default GEOWEB_URL_POLICIES)")
 
 
 def _revisit(args) -> int:
     """Plan and check in this process (one shard); each check is a JSON line, the summary goes to stderr."""
     from geoweb.harvest import revisit
-    from geoweb.harvest.params import RevisitParams
     from geoweb.paramspec import InvalidParams
     from geoweb.policy import InvalidPolicy, URLPolicies
     from geoweb.store import Store, StoreError
 
-    conf = {"batch_size": args.batch_size, "dead_after": args.dead_after, "types": args.types, "shards": 1,
-            "min_interval_hours": args.min_interval_hours, "max_interval_hours": args.max_interval_hours,
-            "allowed_hosts": [h.lower() for h in args.allow_host]}  # fmt: skip
+    conf = {name: getattr(args, name) for name in REVISIT_PARAMS} | {"shards": 1}  # None: the param's default
     run_id = "cli-" + datetime.now(UTC).isoformat(timespec="seconds")
     try:
         params = RevisitParams.from_conf(conf)
@@ -300,26 +274,26 @@ def _crawl(args) -> int:
     from geoweb.crawl.jsonl import crawl_to_jsonl
     from geoweb.crawl.pagestates import PageStates
 
-    seeds = list(args.seed)
+    seeds = list(args.seeds or ())
     if args.seeds_file:
         lines = args.seeds_file.read_text(encoding="utf-8").splitlines()
         seeds += [s.strip() for s in lines if s.strip() and not s.lstrip().startswith("#")]
     if not seeds:
         print("geoweb crawl: give at least one --seed or a --seeds-file", file=sys.stderr)
         return 2
-    overrides = {"max_level": args.max_level}
-    if args.allow_host:
-        overrides["allowed_hosts"] = frozenset(h.lower() for h in args.allow_host)
-    for option, name in (("concurrency", "concurrency"), ("per_host_concurrency", "per_host_concurrency"),
-                         ("delay", "per_host_delay"), ("link_budget", "link_budget"),
-                         ("min_score", "link_min_score")):  # fmt: skip
-        if getattr(args, option) is not None:
-            overrides[name] = getattr(args, option)
+    # the depth is the param's default, as in a DAG run; the other settings not given come from GEOWEB_*
+    overrides = {"max_level": HarvestParams.max_level}
+    for name in CRAWL_PARAMS.keys() - {"seeds", "types"}:
+        if getattr(args, name) is not None:
+            overrides[name] = getattr(args, name)
+    if "allowed_hosts" in overrides:
+        overrides["allowed_hosts"] = frozenset(h.lower() for h in overrides["allowed_hosts"])
     settings = Settings.from_env(**overrides)
+    types = args.types or list(ALL_TYPES)
     out = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")  # noqa: SIM115
     try:
         states = PageStates(args.state, args.revisit_budget) if args.state else None
-        report = asyncio.run(crawl_to_jsonl(seeds, settings, args.types, out, states))
+        report = asyncio.run(crawl_to_jsonl(seeds, settings, types, out, states))
     finally:
         if out is not sys.stdout:
             out.close()
@@ -420,7 +394,7 @@ def _ckan(args) -> int:
 
 def _harvest_csw(args) -> int:
     overrides = {"url": args.url, "page_size": args.page_size, "schema": args.schema, "timeout": args.timeout,
-                 "allowed_hosts": args.allow_host}  # fmt: skip
+                 "allowed_hosts": args.allowed_hosts or []}  # fmt: skip
     return _print_records("harvest-csw", "csw", overrides, lambda c: c.records(since=args.since))
 
 

@@ -2,7 +2,8 @@
 and description.
 
 A DAG builds its trigger-form Params from ``param_specs(cls)``; its tasks rebuild the dataclass from the run's
-conf with ``values_from_conf(cls, conf)``. Both validate against the same schemas, so the form, the CLI/REST
+conf with ``values_from_conf(cls, conf)``; the ``geoweb`` command makes its options from the same specs
+(``geoweb.cliparams``). All validate against the same schemas, so the form, the command line, the CLI/REST
 conf and the library agree on every key. The DAGs' params (``geoweb.harvest.params``) are declared this way.
 """
 
@@ -67,15 +68,20 @@ def values_from_conf(cls: type, conf: Mapping[str, Any] | None) -> dict[str, Any
         value = conf.get(name)
         if value is None:  # absent, or left empty in the form
             value = default
-        error = best_match(Draft202012Validator(schema).iter_errors(value))
-        if error is not None:
-            raise InvalidParams(_message(name, error))
-        if isinstance(value, float) and math.isnan(value):  # passes every JSON Schema bound
-            raise InvalidParams(f"param {name}: NaN is not a number")
+        check_value(name, schema, value)
         if value_type(schema) == "integer":
             value = int(value)  # JSON Schema counts 5.0 as an integer
         values[name] = _frozen(value)
     return values
+
+
+def check_value(name: str, schema: dict[str, Any], value: Any) -> None:
+    """Raise InvalidParams, naming the param and what is wrong, unless ``value`` (JSON) fits ``schema``."""
+    error = best_match(Draft202012Validator(schema).iter_errors(value))
+    if error is not None:
+        raise InvalidParams(_message(name, error))
+    if isinstance(value, float) and math.isnan(value):  # passes every JSON Schema bound
+        raise InvalidParams(f"param {name}: NaN is not a number")
 
 
 def to_conf(params: Any) -> dict[str, Any]:
