@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict
 
 from psycopg2.extras import execute_values
 
-from geoweb.crawl.pagestates import PageState, page_state
+from geoweb.crawl.pagestates import PageState, page_state, state_values
 from geoweb.store.repository import PAGE_SIZE, Repository
 
 _UPSERT = """
@@ -34,7 +33,7 @@ class PageStatesTable(Repository):
     def save(self, crawl: str, states: Mapping[str, PageState], gone: Iterable[str] = ()) -> None:
         """Keep ``states`` for ``crawl``, and forget the URLs ``gone`` (they answered 404 or 410), in one
         transaction; rows in URL order, so concurrent shards lock them in one order."""
-        rows = [(crawl, url, json.dumps(asdict(states[url]))) for url in sorted(states)]
+        rows = [(crawl, url, json.dumps(state_values(states[url]))) for url in sorted(states)]
         with self._transaction() as cur:
             if rows:
                 execute_values(cur, _UPSERT, rows, page_size=PAGE_SIZE)
