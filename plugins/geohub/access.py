@@ -30,6 +30,9 @@ async def geohub_user(
     return user
 
 
+User = Annotated[object, Depends(geohub_user)]  # a route's login: every GeoHub route but the public catalogue
+
+
 def login_url(next_path: str) -> str:
     """Airflow's login page, coming back to ``next_path`` afterwards."""
     from airflow.api_fastapi.app import get_auth_manager

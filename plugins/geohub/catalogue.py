@@ -11,7 +11,6 @@ cookies or token; only the status and the content type come back.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -22,6 +21,7 @@ from fastapi.responses import Response
 from fastapi.security import HTTPAuthorizationCredentials
 
 from geohub.access import bearer, geohub_user
+from geohub.settings import GeoHubSettings, settings  # noqa: F401  (its tests read and reset it here)
 from geoweb.settings import Settings
 
 log = logging.getLogger("geoweb.geohub.catalogue")
@@ -30,16 +30,13 @@ FORWARDED_REQUEST_HEADERS = ("accept", "accept-language", "content-type")
 METHODS = ["GET", "POST"]
 
 
-@functools.cache
-def settings() -> Settings:
-    return Settings.from_env()
-
-
 async def catalogue_reader(
-    request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+    config: GeoHubSettings,
 ) -> Any:
     """Anyone when the catalogue is public, else the GeoHub user (401 without a login, 403 without GeoHub)."""
-    if settings().catalogue_public:
+    if config.catalogue_public:
         return None
     return await geohub_user(request, credentials)
 
@@ -64,11 +61,10 @@ async def _body(request: Request, limit: int) -> bytes:
     return bytes(body)
 
 
-async def forward(request: Request, path: str) -> Response:
+async def forward(request: Request, path: str, config: Settings) -> Response:
     """``path`` of the catalogue process, with the request's method, query and body."""
     if ".." in path.split("/"):
         raise HTTPException(status.HTTP_404_NOT_FOUND, "no such catalogue path")
-    config = settings()
     body = await _body(request, config.catalogue_max_request_bytes)
     headers = {name: request.headers[name] for name in FORWARDED_REQUEST_HEADERS if name in request.headers}
     url = config.catalogue_upstream.rstrip("/") + quote(path)
@@ -98,15 +94,15 @@ async def forward(request: Request, path: str) -> Response:
 
 
 @router.api_route("/csw", methods=METHODS)
-async def csw(request: Request, reader: Reader) -> Response:
-    return await forward(request, "/csw")
+async def csw(request: Request, reader: Reader, config: GeoHubSettings) -> Response:
+    return await forward(request, "/csw", config)
 
 
 @router.api_route("/records", methods=METHODS)
-async def records_landing(request: Request, reader: Reader) -> Response:
-    return await forward(request, "/records")
+async def records_landing(request: Request, reader: Reader, config: GeoHubSettings) -> Response:
+    return await forward(request, "/records", config)
 
 
 @router.api_route("/records/{path:path}", methods=METHODS)
-async def records(path: str, request: Request, reader: Reader) -> Response:
-    return await forward(request, f"/records/{path}")
+async def records(path: str, request: Request, reader: Reader, config: GeoHubSettings) -> Response:
+    return await forward(request, f"/records/{path}", config)

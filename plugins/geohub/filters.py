@@ -1,11 +1,12 @@
-"""The filters of a search as the routes over a search take them: the search itself, its export, its QGIS
-connections."""
+"""The parameters several routes take: the filters of a search (the search itself, its export, its QGIS
+connections) and a resource's id (its detail, its QGIS connection)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
 from fastapi import Depends, Query
+from fastapi import Path as PathParam
 
 from geoweb.geohub.query import MAX_NAME, MAX_TEXT
 
@@ -89,3 +90,6 @@ def search_filters(
 
 
 Filters = Annotated[dict, Depends(search_filters)]
+
+MAX_ID = 2**63 - 1  # resource ids are bigint
+ResourceId = Annotated[int, PathParam(ge=1, le=MAX_ID)]

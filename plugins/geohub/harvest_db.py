@@ -1,7 +1,12 @@
 """The harvest database GeoHub searches, named as the DAGs name it (``geoweb_airflow.harvest_dsn``): looked up
-on the first search (never at import), then its pool serves every request."""
+on the first search (never at import), then its pool serves every request. Routes take it as the dependency
+``HarvestDatabase``."""
 
 from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends
 
 from geoweb.geohub import SearchDatabase
 from geoweb_airflow import STORE_CONNECTION, harvest_dsn
@@ -20,3 +25,10 @@ def api_server_dsn() -> str:
 
 
 database = SearchDatabase(api_server_dsn)
+
+
+async def harvest_database() -> SearchDatabase:
+    return database
+
+
+HarvestDatabase = Annotated[SearchDatabase, Depends(harvest_database)]
