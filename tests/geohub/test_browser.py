@@ -347,10 +347,11 @@ def choose(browser: Chromium, select: str, value: str) -> None:
 
 
 def open_detail(browser: Chromium, title: str) -> None:
-    browser.evaluate(
-        f"{HITS}.find(li => li.querySelector('.title').textContent === {json.dumps(title)})"
-        ".querySelector('.title').click()"
-    )
+    """Open the detail of the result titled ``title``, once the list shows it (back from a detail, the list
+    may be searched again as the map returns)."""
+    hit = f"{HITS}.find(li => li.querySelector('.title').textContent === {json.dumps(title)})"
+    browser.wait_for(f"!!{hit}")
+    browser.evaluate(f"{hit}.querySelector('.title').click()")
     browser.wait_for(f"!document.getElementById('detail').hidden && {DETAIL_TITLE} === {json.dumps(title)}")
 
 
