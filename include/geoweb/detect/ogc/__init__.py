@@ -86,8 +86,8 @@ def classify(root: etree._Element) -> tuple[ServiceType, str | None, list[str]]:
     service, implied, defects = _BY_ROOT.get(key), None, []
     if service is not None:
         implied = service.roots[key]
-    elif exception_report(root) is not None:
-        raise exception_report(root)
+    elif (report := exception_report(root)) is not None:
+        raise report
     elif qname.namespace is None and qname.localname in _BY_LOCAL_NAME:
         service = _BY_LOCAL_NAME[qname.localname]
         defects.append(f"root element {qname.localname} without its namespace")
