@@ -104,9 +104,12 @@ def check_resources(
     ids: Iterable[int],
     settings: Settings,
     on_result: ResultSink | None = None,
+    *,
+    operations: bool = False,
 ) -> dict[str, Any]:
     """Check those of ``ids`` still due and save each check; returns the counts (``COUNTS``) and seconds.
-    A URL policy that skips a resource's URL postpones it by the maximum interval, unchecked."""
+    A URL policy that skips a resource's URL postpones it by the maximum interval, unchecked. With
+    ``operations``, each good check is followed by an operation check, saved beside it."""
     started = time.monotonic()
     policies = URLPolicies.from_setting(settings.url_policies)
     schedule = schedule_of(settings)
@@ -135,7 +138,7 @@ def check_resources(
         if on_result is not None:
             on_result(_line(result, delay, details))
 
-    asyncio.run(_check_all(due, settings, save))
+    asyncio.run(_check_all(due, settings, save, operations))
     summary: dict[str, Any] = dict(counts) | {
         "seconds": round(time.monotonic() - started, 1),
         "hosts": sorted({origin(resource.url) for resource in due}),
@@ -144,10 +147,12 @@ def check_resources(
     return summary
 
 
-async def _check_all(due: list[Due], settings: Settings, save: Callable[[CheckResult], None]) -> None:
+async def _check_all(
+    due: list[Due], settings: Settings, save: Callable[[CheckResult], None], operations: bool
+) -> None:
     """Check every due resource with one fetcher (its per-host slots pace each host); save each as it ends."""
     async with open_crawler(settings) as crawler:
-        checker = Checker(crawler.fetch, crawler.detectors, settings, crawler.stats)
+        checker = Checker(crawler.fetch, crawler.detectors, settings, crawler.stats, operations=operations)
 
         async def check(resource: Due) -> None:
             save(await checker.check(resource))
@@ -172,6 +177,22 @@ def _line(result: CheckResult, delay: float, details: dict[str, Any]) -> dict[st
         "bytes": result.bytes,
         "next_check_at": next_check.isoformat(timespec="seconds"),
         **details,
+        **({"operation_check": _operation_line(result.operation_check)} if result.operation_check else {}),
+    }
+
+
+def _operation_line(result: CheckResult) -> dict[str, Any]:
+    """An operation check inside its check's JSON line."""
+    return {
+        "operation": result.operation,
+        "outcome": result.outcome,
+        "http_status": result.http_status,
+        "error_reason": result.error_reason,
+        "error_message": result.error_message,
+        "warning": result.warning,
+        "first_byte_seconds": _rounded(result.first_byte_seconds),
+        "total_seconds": _rounded(result.total_seconds),
+        "bytes": result.bytes,
     }
 
 

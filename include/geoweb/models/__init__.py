@@ -21,11 +21,18 @@ from geoweb.models.resources import (
     sha256,
     union_bbox,
 )
-from geoweb.models.revisit import CheckOutcome, CheckResult, Due, ScheduleState, ScheduleStatus
+from geoweb.models.revisit import (
+    CheckOperation,
+    CheckOutcome,
+    CheckResult,
+    Due,
+    ScheduleState,
+    ScheduleStatus,
+)
 
 __all__ = [
     "ALL_TYPES", "ARCGIS_TYPES", "DATASET_FIELDS", "FILE_TYPES", "OGCAPI_TYPES", "OGC_TYPES", "STAC_TYPES",
-    "BBox", "CheckOutcome", "CheckResult", "Conformance", "Dataset", "DeferReason", "Due", "LevelStats", "Link",
+    "BBox", "CheckOperation", "CheckOutcome", "CheckResult", "Conformance", "Dataset", "DeferReason", "Due", "LevelStats", "Link",
     "OnlineResource", "Page", "Record", "RecordStatus", "RecordedLink", "Resource", "ResourceStatus",
     "RunStatus", "Scene", "ScheduleState", "ScheduleStatus", "SourceStatus", "URLStatus",
     "resource_from_record", "sha256", "union_bbox",

@@ -10,11 +10,15 @@ from geoweb.models.resources import OGC_TYPES, Resource
 
 
 class CheckOutcome(StrEnum):
-    """What a check of a resource found."""
+    """What a check found. A resource's own check (its capabilities, landing page or file) is unchanged,
+    changed or failed, and drives the schedule; an operation check (a map, a feature, the first bytes of a
+    file: ``geoweb.harvest.operations``) has no fingerprint to change, so it is ok or failed, and never
+    touches the schedule."""
 
     UNCHANGED = "unchanged"
     CHANGED = "changed"
     FAILED = "failed"
+    OK = "ok"  # an operation check that succeeded
 
 
 class CheckOperation(StrEnum):
@@ -22,6 +26,14 @@ class CheckOperation(StrEnum):
 
     GET_CAPABILITIES = "GetCapabilities"  # an OGC service's capabilities document
     GET_RESOURCE = "GetResource"  # any other resource's own URL: a file, a landing page, a catalog
+    # operation checks, after a good check of the resource itself
+    GET_MAP = "GetMap"  # WMS
+    GET_TILE = "GetTile"  # WMTS
+    GET_FEATURE = "GetFeature"  # WFS
+    DESCRIBE_COVERAGE = "DescribeCoverage"  # WCS
+    ITEMS = "Items"  # OGC API features: one item of a collection
+    EXPORT = "Export"  # ArcGIS map service: a map image
+    RANGE_READ = "RangeRead"  # a file: its first bytes
 
 
 def check_operation(resource_type: str) -> CheckOperation:
@@ -65,7 +77,9 @@ class CheckResult:
     as its detector read it now (None when failed), and how its request answered: time to first byte, total
     time and bytes of the answering request (None when no answer came). ``seconds`` is the whole check,
     the detector's work and follow-up requests included. ``operation`` None means the one of the resource's
-    type (``check_operation``)."""
+    type (``check_operation``). ``warning`` is what a successful check found amiss (a map all one colour);
+    ``operation_check`` the operation check that followed a good check, a result of its own (None when none
+    ran)."""
 
     due: Due
     outcome: CheckOutcome
@@ -79,3 +93,5 @@ class CheckResult:
     first_byte_seconds: float | None = None
     total_seconds: float | None = None
     bytes: int | None = None
+    warning: str | None = None
+    operation_check: CheckResult | None = None

@@ -4,7 +4,8 @@
 
 A resource joins the schedule the first time due resources are asked for, due one
 initial interval after it was last seen. Recording a check is one transaction: the resource reloaded as a
-crawl loads it (after a good check), the new schedule, and the history row. A dead resource keeps its rows;
+crawl loads it (after a good check), the new schedule, and the history row, with the operation check's row
+beside it when one ran (it changes neither the resource nor its schedule). A dead resource keeps its rows;
 only its state says it is dead.
 """
 
@@ -74,14 +75,14 @@ ORDER BY position
 """
 _CHECK_INSERT = """
 INSERT INTO resource_checks (resource_id, run_id, outcome, http_status, error_reason, error_message,
-    content_sha256, seconds, details, operation, first_byte_seconds, total_seconds, bytes)
+    content_sha256, seconds, details, operation, first_byte_seconds, total_seconds, bytes, warning)
 VALUES (%(id)s, %(run_id)s, %(outcome)s, %(status)s, %(reason)s, %(message)s, %(sha)s, %(seconds)s,
-    %(details)s, %(operation)s, %(first_byte)s, %(total)s, %(bytes)s)
+    %(details)s, %(operation)s, %(first_byte)s, %(total)s, %(bytes)s, %(warning)s)
 """
 _QUALITY = """
 SELECT resource_id, type, url, checks_7d, availability_7d_percent, checks_30d, availability_30d_percent,
     last_success_at, operations_30d, inspire_availability_rule, inspire_availability, inspire_getmap_rule,
-    inspire_getmap
+    inspire_getmap, operations_status, operations_error
 FROM resource_quality WHERE resource_id = ANY(%s) ORDER BY resource_id
 """
 
@@ -118,7 +119,8 @@ class Revisits(Repository):
         """Save a check in one transaction. A good check reloads the resource as the crawl loads it, and is
         changed (``result.outcome`` set) when its fingerprint differs from the last check's or the reload
         changed what the store holds (metadata, datasets). Then the schedule (``next_check(outcome)``) and the
-        history row. Returns the row's details and the seconds to the next check."""
+        history row, and the operation check's row when one ran. Returns the row's details and the seconds to
+        the next check."""
         due = result.due
         clean = Cleaner()
         with self._transaction() as cur:
@@ -142,15 +144,9 @@ class Revisits(Repository):
                  "failures": state.failures, "checks": state.checks, "changes": state.changes,
                  "fingerprint": result.fingerprint, "outcome": result.outcome},
             )  # fmt: skip
-            cur.execute(
-                _CHECK_INSERT,
-                {"id": due.id, "run_id": clean.text(run_id, "run id"), "outcome": result.outcome,
-                 "status": result.http_status, "reason": clean.text(result.error_reason, "error reason"),
-                 "message": clean.text(result.error_message, "error message"), "sha": result.fingerprint,
-                 "seconds": result.seconds, "details": clean.json(details, "details"),
-                 "operation": result.operation or check_operation(due.type),
-                 "first_byte": result.first_byte_seconds, "total": result.total_seconds, "bytes": result.bytes},
-            )  # fmt: skip
+            _insert_check(cur, clean, run_id, result, details)
+            if result.operation_check is not None:
+                _insert_check(cur, clean, run_id, result.operation_check, {})
         clean.log_changes(f"check of {due.url} ({due.type})")
         return details, delay
 
@@ -183,6 +179,20 @@ class Revisits(Repository):
             "dead": states.get(ScheduleStatus.DEAD, 0),
             "next_due": next_due.astimezone(UTC).isoformat(timespec="seconds") if next_due else None,
         }
+
+
+def _insert_check(cur, clean: Cleaner, run_id: str, result: CheckResult, details: dict[str, Any]) -> None:
+    """One row of ``resource_checks``."""
+    cur.execute(
+        _CHECK_INSERT,
+        {"id": result.due.id, "run_id": clean.text(run_id, "run id"), "outcome": result.outcome,
+         "status": result.http_status, "reason": clean.text(result.error_reason, "error reason"),
+         "message": clean.text(result.error_message, "error message"), "sha": result.fingerprint,
+         "seconds": result.seconds, "details": clean.json(details, "details"),
+         "operation": result.operation or check_operation(result.due.type),
+         "first_byte": result.first_byte_seconds, "total": result.total_seconds, "bytes": result.bytes,
+         "warning": clean.text(result.warning, "warning")},
+    )  # fmt: skip
 
 
 def _reload(cur, due: Due, resource: Resource, details: dict[str, Any]) -> bool:
