@@ -11,7 +11,15 @@ from datetime import UTC, datetime, timedelta
 from airflow.sdk import dag, get_current_context, task
 
 from geoweb.harvest.params import ARCHIVES_VARIABLE, ArchiveParams
-from geoweb_airflow import connector_config, form_params, harvest_store, migrate_harvest_database, run_params
+from geoweb_airflow import (
+    RunRule,
+    connector_config,
+    form_params,
+    harvest_store,
+    migrate_harvest_database,
+    resolve_run,
+    run_params,
+)
 
 DOC = f"""
 ### Load new satellite scenes
@@ -37,24 +45,16 @@ page and the reason (kept in `catalogue_sources` too); each task returns its cou
 """
 
 
-@task
+# The archives are what a run works on: with none chosen or in the Variable, a run has nothing to do.
+RUN_RULE = RunRule(work={"archives": ARCHIVES_VARIABLE})
+
+
+@task.short_circuit  # no archive: every later task is skipped
 def archives() -> list[str]:
-    """The archives of this run: its param, else the Variable; the harvest database is migrated first."""
-    import logging
-
-    from airflow.sdk import Variable
-
+    """The archives of this run, once the harvest database is migrated and the run's params resolved."""
     migrate_harvest_database()
-    chosen = list(run_params(ArchiveParams).archives) or Variable.get(
-        ARCHIVES_VARIABLE, default=[], deserialize_json=True
-    )
-    if not chosen:
-        logging.getLogger("geoweb.dags").warning(
-            "no archive to read: choose archives in the trigger form, or set the Airflow Variable %s (a JSON "
-            'list such as ["nspo", "stac"]) for scheduled runs; this run does nothing',
-            ARCHIVES_VARIABLE,
-        )
-    return chosen
+    params = resolve_run(ArchiveParams, RUN_RULE)
+    return list(params.archives) if params else []
 
 
 @task(map_index_template="{{ archive }}")

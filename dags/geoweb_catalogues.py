@@ -20,12 +20,13 @@ from geoweb.harvest.params import (
 from geoweb.models import RunStatus
 from geoweb_airflow import (
     CRAWL_POOL,
-    RUN_CONF,
     SHARD_LABEL,
+    RunRule,
     crawl_shard,
     form_params,
     harvest_store,
     migrate_harvest_database,
+    resolve_run,
     run_params,
 )
 
@@ -71,35 +72,34 @@ def _crawl_run() -> tuple[str, object]:
         return run_id, HarvestParams.from_conf(store.runs.conf(run_id))
 
 
-@task
-def catalogues() -> list[str]:
-    """The endpoints to harvest: configured ones and every CSW the crawl has found, once the harvest database
-    is migrated. The run's params are read here once (a Variable changed during the run changes nothing in
-    it), kept as the XCom ``conf``."""
-    import logging
-    import os
-
-    from airflow.sdk import Variable
-
-    migrate_harvest_database()
-    params = run_params(CatalogueParams)
-    get_current_context()["ti"].xcom_push(RUN_CONF, params.to_conf())
-    configured = Variable.get(CATALOGUES_VARIABLE, default=None, deserialize_json=True)
-    if configured is None:
-        configured = [u for u in os.environ.get("GEOWEB_CSW_CATALOGUES", "").split(",") if u.strip()]
+def _found_catalogues() -> bool:
+    """Whether the crawl has found any CSW, which every run harvests."""
     with harvest_store() as store:
-        urls = store.resources.csw_urls([*configured, *params.catalogues])
-    if not urls:
-        logging.getLogger("geoweb.dags").warning(
-            "no catalogue to harvest: set the Airflow Variable %s (a JSON list of CSW endpoints), or crawl "
-            "the web for CSWs with geoweb_crawl; this run does nothing",
-            CATALOGUES_VARIABLE,
-        )
-    return urls
+        return bool(store.resources.csw_urls(()))
+
+
+# The catalogues are what a run works on: those of its params, else of the Variable, and every CSW found.
+RUN_RULE = RunRule(
+    work={"catalogues": CATALOGUES_VARIABLE},
+    variables={"allowed_hosts": ALLOWED_HOSTS_VARIABLE},
+    found_work=_found_catalogues,
+)
+
+
+@task.short_circuit  # no catalogue: every later task is skipped
+def catalogues() -> list[str]:
+    """The endpoints to harvest: the run's and every CSW the crawl has found, once the harvest database is
+    migrated and the run's params resolved."""
+    migrate_harvest_database()
+    params = resolve_run(CatalogueParams, RUN_RULE)
+    if params is None:
+        return []
+    with harvest_store() as store:
+        return store.resources.csw_urls(params.catalogues)
 
 
 @task(map_index_template="{{ catalogue }}")
-def harvest(url: str, conf: dict) -> dict:
+def harvest(url: str) -> dict:
     """Harvest one catalogue into catalogue_records; returns its counts."""
     from airflow.sdk.exceptions import AirflowFailException
 
@@ -109,7 +109,7 @@ def harvest(url: str, conf: dict) -> dict:
 
     context = get_current_context()
     context["catalogue"] = url  # names the mapped task in the UI
-    params = CatalogueParams.from_conf(conf)
+    params = run_params(CatalogueParams)
     config = {"url": url, "schema": params.schema, "page_size": params.page_size, "timeout": params.timeout,
               "allowed_hosts": list(params.allowed_hosts)}  # fmt: skip
     try:
@@ -123,11 +123,11 @@ def harvest(url: str, conf: dict) -> dict:
 
 
 @task.short_circuit(trigger_rule=TriggerRule.ALL_DONE)  # one failed catalogue leaves the others' records
-def start_crawl(conf: dict) -> int:
+def start_crawl() -> int:
     """Start the validation crawl of the records' service and file links; 0 (nothing to crawl) skips it."""
     from geoweb.harvest.catalogue import start_catalogue_crawl
 
-    params = CatalogueParams.from_conf(conf)
+    params = run_params(CatalogueParams)
     run_id = _crawl_run_id(get_current_context()["dag_run"])
     with harvest_store() as store:
         return start_catalogue_crawl(store, run_id, params.crawl_conf(), everything=params.full)
@@ -184,9 +184,8 @@ def _mark_failed(context) -> None:
     params=form_params(CatalogueParams),
 )
 def geoweb_catalogues():
-    urls = catalogues()
-    started = start_crawl(urls[RUN_CONF])
-    harvest.partial(conf=urls[RUN_CONF]).expand(url=urls) >> started
+    started = start_crawl()
+    harvest.expand(url=catalogues()) >> started
     shards = plan()
     started >> shards
     crawl.expand(shard=shards) >> finish_run()

@@ -5,7 +5,6 @@ Wiring only: the steps live in ``geoweb.harvest.crawl`` and the parameters in ``
 
 from __future__ import annotations
 
-import logging
 from datetime import UTC, datetime, timedelta
 
 from airflow.sdk import TriggerRule, dag, get_current_context, task
@@ -22,16 +21,15 @@ from geoweb.models import RunStatus
 from geoweb_airflow import (
     CRAWL_POOL,
     SHARD_LABEL,
+    RunRule,
     connector_config,
     crawl_shard,
     form_params,
     harvest_store,
     migrate_harvest_database,
-    url_policies,
-    with_allowed_hosts,
+    resolve_run,
+    run_params,
 )
-
-log = logging.getLogger("geoweb.dags")
 
 DOC = f"""
 ### Crawl the web for geospatial resources
@@ -106,43 +104,11 @@ tasks; parsing the DAG opens no connection.
 """
 
 
-def _begin():
-    """(run_id, params) of a new run from its conf, with the Variables' defaults: a run that names neither
-    seeds nor search providers (a scheduled run) takes both from SEEDS_VARIABLE and PROVIDERS_VARIABLE, and
-    a run without url_policies those of POLICIES_VARIABLE. None when a scheduled run has nothing to crawl. A
-    bad conf fails the task at once: retrying cannot mend it."""
-    from airflow.sdk import Variable
-    from airflow.sdk.exceptions import AirflowFailException
-
-    from geoweb.paramspec import InvalidParams
-
-    context = get_current_context()
-    conf = with_allowed_hosts(dict(context["params"]))
-    if not conf.get("seeds") and not conf.get("search_providers"):
-        conf["seeds"] = Variable.get(SEEDS_VARIABLE, default=[], deserialize_json=True)
-        conf["search_providers"] = Variable.get(PROVIDERS_VARIABLE, default=[], deserialize_json=True)
-    if not conf["seeds"] and not conf["search_providers"]:
-        if context["dag_run"].run_type == "manual":
-            raise AirflowFailException(
-                "nothing to crawl: give seeds (or search_providers) in the trigger form or the run's conf"
-            )
-        log.warning("nothing to crawl: set the Airflow Variable %s (a JSON list of seed URLs) or %s (a JSON "
-                    "list of search providers) for scheduled runs; this run does nothing", SEEDS_VARIABLE,
-                    PROVIDERS_VARIABLE)  # fmt: skip
-        return None
-    if not conf.get("url_policies"):
-        conf["url_policies"] = url_policies()
-    try:
-        return context["dag_run"].run_id, HarvestParams.from_conf(conf)
-    except InvalidParams as exc:
-        raise AirflowFailException(str(exc)) from None
-
-
-def _run(store):
-    """(run_id, params) of the running task: the params start_run began the run with, stored with it, so
-    every task of a run works with the same ones whatever the Variables say meanwhile."""
-    run_id = get_current_context()["dag_run"].run_id
-    return run_id, HarvestParams.from_conf(store.runs.conf(run_id))
+# Seeds and search providers are what a crawl works on: with neither, a run has nothing to do.
+RUN_RULE = RunRule(
+    work={"seeds": SEEDS_VARIABLE, "search_providers": PROVIDERS_VARIABLE},
+    variables={"allowed_hosts": ALLOWED_HOSTS_VARIABLE, "url_policies": POLICIES_VARIABLE},
+)
 
 
 @task.short_circuit  # nothing to crawl: every later task is skipped
@@ -151,12 +117,11 @@ def start_run() -> dict | None:
     from geoweb.harvest import crawl
 
     migrate_harvest_database()
-    begun = _begin()
-    if begun is None:
+    params = resolve_run(HarvestParams, RUN_RULE)
+    if params is None:
         return None
-    run_id, params = begun
     with harvest_store() as store:
-        return {"seeds": len(params.seeds), "new": crawl.start_run(store, run_id, params)}
+        return {"seeds": len(params.seeds), "new": crawl.start_run(store, _run_id(), params)}
 
 
 @task
@@ -168,9 +133,8 @@ def seed_search() -> int:
     from geoweb.harvest import crawl
 
     with harvest_store() as store:
-        run_id, params = _run(store)
         try:
-            return crawl.seed_search(store, run_id, params, connector_config)
+            return crawl.seed_search(store, _run_id(), run_params(HarvestParams), connector_config)
         except (ConfigError, QuotaExceeded) as exc:  # retrying mends neither a missing key nor a spent quota
             raise AirflowFailException(str(exc)) from None
 
@@ -181,16 +145,14 @@ def plan_level(level: int) -> list[int]:
     from geoweb.harvest import crawl
 
     with harvest_store() as store:
-        run_id, params = _run(store)
-        return crawl.plan_level(store, run_id, level, params)
+        return crawl.plan_level(store, _run_id(), level, run_params(HarvestParams))
 
 
 @task(pool=CRAWL_POOL, map_index_template=SHARD_LABEL)
 def crawl_level(level: int, shard: int) -> dict:
     """Crawl one shard of the level: its pages, resources and links are committed in batches."""
     with harvest_store() as store:
-        run_id, params = _run(store)
-        return crawl_shard(store, run_id, level, shard, params)
+        return crawl_shard(store, _run_id(), level, shard, run_params(HarvestParams))
 
 
 @task(trigger_rule=TriggerRule.NONE_FAILED)
@@ -199,7 +161,12 @@ def finish_run() -> dict:
     from geoweb.harvest import crawl
 
     with harvest_store() as store:
-        return crawl.finish_run(store, get_current_context()["dag_run"].run_id)
+        return crawl.finish_run(store, _run_id())
+
+
+def _run_id() -> str:
+    """The running DAG run's id: its crawl run's too."""
+    return get_current_context()["dag_run"].run_id
 
 
 def _mark_failed(context) -> None:

@@ -12,14 +12,14 @@ from airflow.sdk import TriggerRule, dag, get_current_context, task
 from geoweb.harvest.params import ALLOWED_HOSTS_VARIABLE, POLICIES_VARIABLE, RevisitParams
 from geoweb_airflow import (
     CRAWL_POOL,
-    RUN_CONF,
     SHARD_LABEL,
+    RunRule,
     form_params,
     harvest_store,
     hosts_label,
     migrate_harvest_database,
+    resolve_run,
     run_params,
-    url_policies,
 )
 
 DOC = f"""
@@ -48,22 +48,21 @@ Variable `{ALLOWED_HOSTS_VARIABLE}`; `plan` reads the params and Variables once 
 """
 
 
-def _settings(params, policies: str):
-    """The run's settings; a bad policy list fails the task at once."""
+# A revisit works on the resources already known: a run always has work, though none may be due.
+RUN_RULE = RunRule(variables={"allowed_hosts": ALLOWED_HOSTS_VARIABLE, "url_policies": POLICIES_VARIABLE})
+
+
+def _settings(params: RevisitParams):
+    """The run's settings; bad policies from GEOWEB_URL_POLICIES fail the task at once (the params' own
+    were checked with them)."""
     from airflow.sdk.exceptions import AirflowFailException
 
-    from geoweb.paramspec import InvalidParams
     from geoweb.policy import InvalidPolicy, URLPolicies
-    from geoweb.settings import Settings
 
+    settings = params.settings()
     try:
-        settings = params.settings(Settings.from_env(**({"url_policies": policies} if policies else {})))
-        # validated before any check; the Variable wins over GEOWEB_URL_POLICIES, and is named in errors
-        if policies:
-            URLPolicies.from_json(policies, f"Variable {POLICIES_VARIABLE}")
-        else:
-            URLPolicies.from_setting(settings.url_policies)
-    except (InvalidParams, InvalidPolicy) as exc:
+        URLPolicies.from_setting(settings.url_policies)
+    except InvalidPolicy as exc:
         raise AirflowFailException(str(exc)) from None
     return settings
 
@@ -71,26 +70,24 @@ def _settings(params, policies: str):
 @task
 def plan() -> list[list[int]]:
     """The due resources' ids, one list per shard of hosts (empty: nothing is due, the checks are skipped),
-    once the harvest database is migrated. The run's params and policies are read here once (a Variable changed during the run changes nothing in
-    it), kept as the XCom ``conf``."""
+    once the harvest database is migrated and the run's params resolved."""
     from geoweb.harvest import revisit
 
     migrate_harvest_database()
-    params, policies = run_params(RevisitParams), url_policies()
-    settings = _settings(params, policies)
-    get_current_context()["ti"].xcom_push(RUN_CONF, {"params": params.to_conf(), "policies": policies})
+    params = resolve_run(RevisitParams, RUN_RULE)
+    settings = _settings(params)
     with harvest_store() as store:
         return revisit.plan_revisits(store, params, settings)
 
 
 @task(pool=CRAWL_POOL, map_index_template=SHARD_LABEL)
-def check(ids: list[int], conf: dict) -> dict:
+def check(ids: list[int]) -> dict:
     """Check one shard's resources; each check is saved as it ends."""
     from geoweb.harvest import revisit
 
     context = get_current_context()
     context["shard_label"] = f"{len(ids)} resources"  # names the mapped task in the UI, with its hosts
-    settings = _settings(RevisitParams.from_conf(conf["params"]), conf["policies"])
+    settings = _settings(run_params(RevisitParams))
     with harvest_store() as store:
         summary = revisit.check_resources(store, context["dag_run"].run_id, ids, settings)
     if summary["hosts"]:
@@ -118,8 +115,7 @@ def summarize(summaries: list[dict]) -> dict:
     params=form_params(RevisitParams),
 )
 def geoweb_revisit():
-    shards = plan()
-    summarize(check.partial(conf=shards[RUN_CONF]).expand(ids=shards))
+    summarize(check.expand(ids=plan()))
 
 
 geoweb_revisit()

@@ -14,7 +14,7 @@ import argparse
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from geoweb.paramspec import InvalidParams, check_value, param_specs, value_type
+from geoweb.paramspec import InvalidParams, check_value, is_fraction, param_specs, range_text, value_type
 
 NUMBERS = ("integer", "number")
 
@@ -83,27 +83,12 @@ def _number(text: str, kind: str) -> float | int | None:
 
 def _wanted(schema: dict[str, Any], text: str) -> str:
     """What a number option takes, from the bounds of its schema: "a fraction in (0, 1] is needed, not 'x'"."""
-    low = schema.get("minimum", schema.get("exclusiveMinimum"))
-    high = schema.get("maximum", schema.get("exclusiveMaximum"))
     if value_type(schema) == "integer":
         noun = "an integer"
-    elif low is not None and high is not None and low >= 0 and high <= 1:
-        noun = "a fraction"
     else:
-        noun = "a number"
-    opening = "(" if "exclusiveMinimum" in schema else "["
-    closing = ")" if "exclusiveMaximum" in schema else "]"
-    if low is not None and high is not None:
-        noun += f" in {opening}{_figure(low)}, {_figure(high)}{closing}"
-    elif low is not None:
-        noun += f" {'above' if opening == '(' else 'at least'} {_figure(low)}"
-    elif high is not None:
-        noun += f" {'below' if closing == ')' else 'at most'} {_figure(high)}"
-    return f"{noun} is needed, not {text!r}"
-
-
-def _figure(number: float) -> str:
-    return str(int(number)) if float(number).is_integer() else str(number)
+        noun = "a fraction" if is_fraction(schema) else "a number"
+    bounds = range_text(schema)
+    return f"{noun}{' ' + bounds if bounds else ''} is needed, not {text!r}"
 
 
 def _help(description: str, schema: dict[str, Any]) -> str:

@@ -10,6 +10,7 @@ conf and the library agree on every key. The DAGs' params (``geoweb.harvest.para
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import field, fields
 from typing import Any
@@ -23,18 +24,25 @@ class InvalidParams(ValueError):
 
 
 def param(
-    default: Any, description: str, *, section: str | None = None, optional: bool = False, **schema: Any
+    default: Any,
+    description: str,
+    *,
+    section: str | None = None,
+    optional: bool = False,
+    environ: str | None = None,
+    **schema: Any,
 ) -> Any:
     """A dataclass field holding its JSON schema and trigger-form description as metadata.
 
     ``section`` groups the field in the trigger form (its collapsed sections; none: the form's first,
     open one). An ``optional`` field also takes null, which means its default: the form marks every field
-    whose type excludes null as required, and sends null for a field left empty."""
+    whose type excludes null as required, and sends null for a field left empty. ``environ`` names the
+    environment variable an empty value takes before the default (an array's items separated by commas)."""
     if optional:
         schema["type"] = ["null", schema["type"]]
     if section:
         schema["section"] = section  # Airflow's form reads it from the schema; JSON Schema ignores it
-    return field(default=default, metadata={"description": description, "schema": schema})
+    return field(default=default, metadata={"description": description, "schema": schema, "environ": environ})
 
 
 def list_of(items: dict[str, Any], **schema: Any) -> dict[str, Any]:
@@ -57,15 +65,19 @@ def param_specs(cls: type) -> Iterator[tuple[str, Any, str, dict[str, Any]]]:
 
 
 def values_from_conf(cls: type, conf: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The field values of ``cls``: its defaults overridden by ``conf``, validated key by key."""
+    """The field values of ``cls``: its defaults overridden by ``conf``, validated key by key. An empty
+    value takes its environment variable (``param(environ=...)``) when that is set."""
     conf = dict(conf or {})
     names = [f.name for f in fields(cls)]
     unknown = sorted(set(conf) - set(names))
     if unknown:
         raise InvalidParams(f"unknown param(s) {', '.join(unknown)}; known: {', '.join(names)}")
     values = {}
+    environ = {f.name: f.metadata.get("environ") for f in fields(cls)}
     for name, default, _, schema in param_specs(cls):
         value = conf.get(name)
+        if is_empty(value) and environ[name]:
+            value = _from_environ(environ[name], schema)
         if value is None:  # absent, or left empty in the form
             value = default
         check_value(name, schema, value)
@@ -73,6 +85,45 @@ def values_from_conf(cls: type, conf: Mapping[str, Any] | None) -> dict[str, Any
             value = int(value)  # JSON Schema counts 5.0 as an integer
         values[name] = _frozen(value)
     return values
+
+
+def is_empty(value: Any) -> bool:
+    """Whether a conf value leaves its param empty: absent, null, or an empty text, array or object."""
+    return value is None or value in ("", [], (), {})
+
+
+def _from_environ(variable: str, schema: dict[str, Any]) -> Any:
+    """The value of a param's environment variable, None when it is unset or empty."""
+    text = os.environ.get(variable, "").strip()
+    if value_type(schema) == "array":
+        return [item.strip() for item in text.split(",") if item.strip()] or None
+    return text or None
+
+
+def range_text(schema: dict[str, Any]) -> str:
+    """The bounds of a number's schema in words: "in (0, 1]", "at least 1", "below 10"; "" without bounds."""
+    low = schema.get("minimum", schema.get("exclusiveMinimum"))
+    high = schema.get("maximum", schema.get("exclusiveMaximum"))
+    opening = "(" if "exclusiveMinimum" in schema else "["
+    closing = ")" if "exclusiveMaximum" in schema else "]"
+    if low is not None and high is not None:
+        return f"in {opening}{_figure(low)}, {_figure(high)}{closing}"
+    if low is not None:
+        return f"{'above' if opening == '(' else 'at least'} {_figure(low)}"
+    if high is not None:
+        return f"{'below' if closing == ')' else 'at most'} {_figure(high)}"
+    return ""
+
+
+def is_fraction(schema: dict[str, Any]) -> bool:
+    """Whether a number's schema bounds it within [0, 1]."""
+    low = schema.get("minimum", schema.get("exclusiveMinimum"))
+    high = schema.get("maximum", schema.get("exclusiveMaximum"))
+    return low is not None and high is not None and low >= 0 and high <= 1
+
+
+def _figure(number: float) -> str:
+    return str(int(number)) if float(number).is_integer() else str(number)
 
 
 def check_value(name: str, schema: dict[str, Any], value: Any) -> None:

@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass, field, fields, replace
 
 from geoweb.errors import SettingsError
+from geoweb.paramspec import InvalidParams, check_value, range_text
 
 MB = 1024 * 1024
 
@@ -170,19 +171,30 @@ _POSITIVE = frozenset({
     "export_max_resources",
     "catalogue_timeout", "catalogue_max_request_bytes", "catalogue_max_response_bytes",
 })  # fmt: skip
-_RANGES = {
-    "link_budget": (lambda v: 0 < v <= 1, "a link budget is a fraction in (0, 1]"),
-    "bloom_error_rate": (lambda v: 0 < v < 1, "a false-positive rate is a fraction in (0, 1)"),
-    "concept_lcs_threshold": (lambda v: 0 <= v <= 1, "a similarity threshold is in [0, 1]"),
-    "validation_nice": (lambda v: -20 <= v <= 19, "a niceness is in [-20, 19]"),
+# Each as the JSON-schema bounds a run param of the same name takes too (geoweb.harvest.params), with what
+# the value is, for the message.
+RANGES = {
+    "link_budget": {"exclusiveMinimum": 0, "maximum": 1},
+    "bloom_error_rate": {"exclusiveMinimum": 0, "exclusiveMaximum": 1},
+    "concept_lcs_threshold": {"minimum": 0, "maximum": 1},
+    "validation_nice": {"minimum": -20, "maximum": 19},
+}
+_WHAT = {
+    "link_budget": "a link budget is a fraction",
+    "bloom_error_rate": "a false-positive rate is a fraction",
+    "concept_lcs_threshold": "a similarity threshold is",
+    "validation_nice": "a niceness is",
 }
 
 
 def _problem(name: str, value) -> str | None:
     """What is wrong with a setting's value, or None."""
-    if name in _RANGES:
-        inside, reads = _RANGES[name]
-        return None if inside(value) else f"{reads}, not {value}"
+    if name in RANGES:
+        try:
+            check_value(name, RANGES[name], value)
+        except InvalidParams:
+            return f"{_WHAT[name]} {range_text(RANGES[name])}, not {value}"
+        return None
     if name == "link_min_score" or isinstance(value, bool) or not isinstance(value, int | float):
         return None  # any score, -inf included; text and host sets are read where they are used
     if not math.isfinite(value) or value < 0 or (value == 0 and name in _POSITIVE):

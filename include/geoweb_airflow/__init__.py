@@ -4,12 +4,14 @@
 
 from __future__ import annotations
 
-from geoweb.harvest.params import ALLOWED_HOSTS_VARIABLE, POLICIES_VARIABLE
+from geoweb_airflow.runs import RUN_PARAMS as RUN_PARAMS
+from geoweb_airflow.runs import RunRule as RunRule
+from geoweb_airflow.runs import resolve_run as resolve_run
+from geoweb_airflow.runs import run_params as run_params
 
 STORE_CONNECTION = "geoweb_db"  # the PostGIS database of harvest results
 CONNECTOR_CONNECTION = "geoweb_{name}"  # a connector's settings: extra (url, page_size...) and password (key)
 CRAWL_POOL = "geoweb_crawl"  # the Celery slots of every task that fetches from the web
-RUN_CONF = "conf"  # the XCom of a run's params as its first task read them, Variables resolved
 SHARD_LABEL = "{{ shard_label }}"  # a mapped crawl task's map_index_template: set by crawl_shard
 
 
@@ -24,35 +26,6 @@ def form_params(params_class: type) -> dict:
         name: Param(default, description=description, **schema)
         for name, default, description, schema in param_specs(params_class)
     }
-
-
-def run_params(params_class: type):
-    """The running task's params as ``params_class`` (``geoweb.harvest.params``): empty fields take their defaults,
-    empty allowed hosts the Variable's. A bad conf fails the task at once: retrying cannot mend it."""
-    from dataclasses import fields
-
-    from airflow.sdk import get_current_context
-    from airflow.sdk.exceptions import AirflowFailException
-
-    from geoweb.paramspec import InvalidParams
-
-    conf = dict(get_current_context()["params"])
-    if "allowed_hosts" in {f.name for f in fields(params_class)}:
-        conf = with_allowed_hosts(conf)
-    try:
-        return params_class.from_conf(conf)
-    except InvalidParams as exc:
-        raise AirflowFailException(str(exc)) from None
-
-
-def with_allowed_hosts(conf: dict) -> dict:
-    """``conf`` with the hosts of the Variable geoweb_allowed_hosts when it names none itself (a scheduled run's
-    params name none)."""
-    from airflow.sdk import Variable
-
-    if conf.get("allowed_hosts"):
-        return conf
-    return {**conf, "allowed_hosts": Variable.get(ALLOWED_HOSTS_VARIABLE, default=[], deserialize_json=True)}
 
 
 def harvest_store():
@@ -121,14 +94,6 @@ def connector_config(name: str) -> dict:
     except AirflowNotFoundException:
         return config_from_env(name)
     return {**conn.extra_dejson, "key": conn.password} if conn.password else dict(conn.extra_dejson)
-
-
-def url_policies() -> str:
-    """The URL-pattern policies of the Variable geoweb_url_policies (JSON text); "" when it is not set, so
-    that GEOWEB_URL_POLICIES applies."""
-    from airflow.sdk import Variable
-
-    return Variable.get(POLICIES_VARIABLE, default="") or ""
 
 
 def crawl_shard(store, run_id: str, level: int, shard: int, params) -> dict:

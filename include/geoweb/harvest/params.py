@@ -15,7 +15,7 @@ from typing import Any
 
 from geoweb.models import ALL_TYPES
 from geoweb.paramspec import InvalidParams, choices_of, list_of, param, to_conf, values_from_conf
-from geoweb.settings import Settings
+from geoweb.settings import RANGES, Settings
 
 # Airflow Variables read for params a run leaves empty (a scheduled run leaves them all empty)
 SEEDS_VARIABLE = "geoweb_seeds"  # seed URLs, a JSON list
@@ -106,6 +106,33 @@ def per_host_delay_param(section: str | None = None) -> Any:
         minimum=0,
         maximum=_DEFAULTS.max_crawl_delay,
     )
+
+
+def url_policies_param(section: str) -> Any:
+    """URL-pattern policies: the same param in every DAG that fetches."""
+    return param(
+        None,
+        'URL-pattern policies, a JSON list of rules, the first match deciding: [{"pattern": "^https?://'
+        'example\\.org/calendar/", "action": "skip"}, {"pattern": "/wms", "action": "fetch"}] (see '
+        f"docs/revisits.md). Empty (the default): the Airflow Variable {POLICIES_VARIABLE}, else "
+        "GEOWEB_URL_POLICIES.",
+        section=section,
+        optional=True,
+        type="string",
+        maxLength=100_000,
+    )
+
+
+def _checked_policies(params: Any) -> Any:
+    """``params`` once their url_policies, if any, are valid rules."""
+    from geoweb.policy import InvalidPolicy, URLPolicies  # not at DAG parse time
+
+    if params.url_policies:
+        try:
+            URLPolicies.from_json(params.url_policies, "param url_policies")
+        except InvalidPolicy as exc:
+            raise InvalidParams(str(exc)) from None
+    return params
 
 
 @dataclass(frozen=True)
@@ -243,8 +270,7 @@ class HarvestParams:
         "docs/priority.md.",
         section=PRIORITY,
         type="number",
-        exclusiveMinimum=0,
-        maximum=1,
+        **RANGES["link_budget"],
     )
     link_min_score: float | None = param(
         None,
@@ -256,32 +282,15 @@ class HarvestParams:
         minimum=-2,
         maximum=1,
     )
-    url_policies: str | None = param(
-        None,
-        'URL-pattern policies, a JSON list of rules, the first match deciding: [{"pattern": "^https?://'
-        'example\\.org/calendar/", "action": "skip"}, {"pattern": "/wms", "action": "fetch"}] (see '
-        f"docs/revisits.md). Empty (the default): the Airflow Variable {POLICIES_VARIABLE}, else "
-        "GEOWEB_URL_POLICIES.",
-        section=PRIORITY,
-        optional=True,
-        type="string",
-        maxLength=100_000,
-    )
+    url_policies: str | None = url_policies_param(PRIORITY)
 
     @classmethod
     def from_conf(cls, conf: Mapping[str, Any] | None) -> HarvestParams:
         """Defaults overridden by ``conf`` (a run's conf or the DAG's params), validated key by key."""
-        from geoweb.policy import InvalidPolicy, URLPolicies  # not at DAG parse time
-
         params = cls(**values_from_conf(cls, conf))
         if not params.seeds and not params.search_providers:
             raise InvalidParams("param seeds: give at least one seed URL")
-        if params.url_policies:
-            try:
-                URLPolicies.from_json(params.url_policies, "param url_policies")
-            except InvalidPolicy as exc:
-                raise InvalidParams(str(exc)) from None
-        return params
+        return _checked_policies(params)
 
     def to_conf(self) -> dict[str, Any]:
         """The JSON form (stored with the run)."""
@@ -340,10 +349,11 @@ class CatalogueParams:
 
     catalogues: tuple[str, ...] = param(
         (),
-        "CSW endpoints to harvest in this run, one per line, besides those of the Airflow Variable "
-        f"{CATALOGUES_VARIABLE} (a JSON list) and every CSW the crawl has found. With none of them the run "
-        "does nothing and says so.",
+        "CSW endpoints to harvest in this run, one per line, besides every CSW the crawl has found. Empty: "
+        f"those of the Airflow Variable {CATALOGUES_VARIABLE} (a JSON list), else of GEOWEB_CSW_CATALOGUES "
+        "(separated by commas). With none of them the run does nothing and says so.",
         optional=True,
+        environ="GEOWEB_CSW_CATALOGUES",
         **list_of(_URL, maxItems=10_000),
     )
     allowed_hosts: tuple[str, ...] = _validation("allowed_hosts", None)
@@ -499,6 +509,7 @@ class RevisitParams:
         maximum=MAX_SHARDS,
     )
     per_host_delay: float = per_host_delay_param(POLITENESS)
+    url_policies: str | None = url_policies_param(SCHEDULE)
 
     @classmethod
     def from_conf(cls, conf: Mapping[str, Any] | None) -> RevisitParams:
@@ -506,14 +517,16 @@ class RevisitParams:
         params = cls(**values_from_conf(cls, conf))
         if params.min_interval_hours > params.max_interval_hours:
             raise InvalidParams("param min_interval_hours: above max_interval_hours")
-        return params
+        return _checked_policies(params)
 
     def to_conf(self) -> dict[str, Any]:
         return to_conf(self)
 
     def settings(self, base: Settings | None = None) -> Settings:
         """The settings of this run: ``base`` (default: from the environment) with the run's values."""
-        return (base or Settings.from_env()).with_(
+        base = base or Settings.from_env()
+        return base.with_(
+            url_policies=self.url_policies or base.url_policies,
             revisit_dead_after=self.dead_after,
             revisit_min_interval=self.min_interval_hours * HOUR,
             revisit_max_interval=self.max_interval_hours * HOUR,
