@@ -81,11 +81,29 @@ def search_filters(
             "(OGC APIs, STAC, ArcGIS, files) have no level and are left out."
         ),
     ] = [],  # noqa: B006  (FastAPI copies defaults)
+    min_availability: Annotated[
+        float | None,
+        Query(
+            ge=0,
+            le=100,
+            description="Only resources whose checks of the last 30 days succeeded at least this often (percent, "
+            "as of each one's last check); a resource without checks is left out.",
+        ),
+    ] = None,
+    inspire: Annotated[
+        list[str],
+        Query(
+            description="Only WMS with this verdict on both INSPIRE view-service criteria (availability 99 % "
+            "over 30 days; GetMap first byte within 5 s in 90 % of checks): `met` (both met), `not met` (either "
+            "not met), `not enough checks`; repeat for several. Other types are left out."
+        ),
+    ] = [],  # noqa: B006  (FastAPI copies defaults)
 ) -> dict:
     """The search's filters, as every route over a search takes them (``SearchQuery.checked``'s arguments)."""
     return {
         "text": q, "types": type, "bbox": bbox, "run": run, "level": level, "concept": concept,
         "answering": answering, "provider": provider, "footprint": footprint, "conformance": conformance,
+        "min_availability": min_availability, "inspire": inspire,
     }  # fmt: skip
 
 

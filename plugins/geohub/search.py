@@ -1,5 +1,5 @@
-"""The JSON API of what the harvest found: the search, a resource's detail, and what a search filters by (the
-runs, the resource types, the concepts)."""
+"""The JSON API of what the harvest found: the search, a resource's detail and its checks, and what a search
+filters by (the runs, the resource types, the concepts)."""
 
 from __future__ import annotations
 
@@ -50,8 +50,8 @@ def search_resources(
 ) -> searches.SearchPage:
     """A page of resources matching every filter given, with the numbers of the whole answer: `total`
     matches, `outside_box` (would match but for the box), `no_footprint` (match every filter but the
-    box and have no footprint) and `facets` counting the matches by type, provider, concept, level, status
-    and conformance (with a `level` chosen, the level facet counts every level, so that the others stay on
+    box and have no footprint) and `facets` counting the matches by type, provider, concept, level, status,
+    conformance and INSPIRE verdict (with a `level` chosen, the level facet counts every level, so that the others stay on
     offer); above 5,000 matches the facets are counted on a sample of about 5,000 and scaled to the total
     (`facets_estimated` is true; the total stays exact). `next_offset` is null on the last page."""
     query = SearchQuery.checked(**filters, limit=limit, offset=offset)
@@ -67,12 +67,29 @@ def search_resources(
 )
 def resource(resource_id: ResourceId, user: User, db: HarvestDatabase) -> searches.ResourceDetail:
     """The resource, its datasets in document order with their footprints (GeoJSON), the runs that
-    found it, and for an OGC service its conformance level, defects and OWSLib's reason where it failed."""
+    found it, for an OGC service its conformance level, defects and OWSLib's reason where it failed, and its
+    quality figures (`quality`: availability, times per operation, INSPIRE verdicts with their rules)."""
     with db.connection() as conn:
         detail = searches.resource_detail(conn, resource_id)
     if detail is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no resource {resource_id}")
     return detail
+
+
+@router.get(
+    "/api/resources/{resource_id}/checks",
+    response_model=list[searches.Check],
+    summary="A resource's checks of the last 30 days",
+    responses={404: {"description": "No such resource"}},
+)
+def resource_checks(resource_id: ResourceId, user: User, db: HarvestDatabase) -> list[searches.Check]:
+    """The revisits' checks of the resource in the last 30 days, oldest first (the newest 2,000 at most): when,
+    the request measured, its total time in seconds (null without an answer) and the outcome."""
+    with db.connection() as conn:
+        checks = searches.resource_checks(conn, resource_id)
+    if checks is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no resource {resource_id}")
+    return checks
 
 
 @router.get("/api/runs", response_model=list[searches.RunEntry], summary="The harvest runs, newest first")

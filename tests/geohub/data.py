@@ -1,9 +1,12 @@
 """What the GeoHub tests search: resources loaded through the store as two harvest runs would load them, with
-known places, words and sources, and hostile titles, abstracts and URLs (script injection)."""
+known places, words and sources, hostile titles, abstracts and URLs (script injection), and two services
+with a history of revisit checks saved as a revisit saves them."""
 
 from __future__ import annotations
 
-from geoweb.models import Conformance, Dataset, Page, Resource, RunStatus
+from datetime import timedelta
+
+from geoweb.models import CheckResult, Conformance, Dataset, Page, Resource, RunStatus
 from geoweb.semantic import tag_datasets
 from geoweb.settings import Settings
 from geoweb.store import Store
@@ -189,7 +192,45 @@ TILES = Resource(
     defects=["no Contents section"],
     owslib_error="OWSLib's WMTS reader cannot read it: KeyError: 'Contents'",
 )
-ALL = [RIVERS, PARCELS, STATIONS, ISLANDS, HOSTILE, ARCHIVE, *ALPINE, *SWISS, TESTWEB_WMS, *FILES, TILES]
+# Two harbour WMS whose words match alike, in Norway: the steady one (east) answered every check of the last 30 days
+# and every GetMap within a second (both INSPIRE criteria met); the flaky one (west, the newer) failed one check in
+# three. Their checks: (outcome, operation, total seconds), one every CHECK_HOURS, the last one now.
+BERGEN = (5.2, 60.3, 5.4, 60.45)
+STEADY = Resource(
+    url=f"{SITE}/harbour/east/wms",
+    type="WMS",
+    title="Harbour depth soundings",
+    datasets=[layer("soundings", "Soundings", BERGEN)],
+    bbox=BERGEN,
+)
+FLAKY = Resource(
+    url=f"{SITE}/harbour/west/wms",
+    type="WMS",
+    title="Harbour depth soundings",
+    datasets=[layer("soundings", "Soundings", BERGEN)],
+    bbox=BERGEN,
+)
+HARBOURS = [STEADY, FLAKY]
+CHECK_HOURS = 12
+STEADY_CHECKS = [("unchanged", "GetCapabilities", 0.3 + 0.02 * (i % 10)) for i in range(30)] + [
+    ("unchanged", "GetMap", 0.5) for _ in range(24)
+]
+FLAKY_CHECKS = [("failed", "GetCapabilities", None) if i % 3 == 1 else ("unchanged", "GetCapabilities", 2.0)
+                for i in range(30)]  # fmt: skip
+ALL = [
+    RIVERS,
+    PARCELS,
+    STATIONS,
+    ISLANDS,
+    HOSTILE,
+    ARCHIVE,
+    *ALPINE,
+    *SWISS,
+    TESTWEB_WMS,
+    *FILES,
+    TILES,
+    *HARBOURS,
+]
 
 
 def found(resource: Resource, source: str, level: int) -> Page:
@@ -212,10 +253,29 @@ def load(dsn: str) -> None:
         store.runs.end(RUN_1, RunStatus.SUCCESS, {})
         store.runs.begin(RUN_2, {})
         pages = [found(r, maps, 1) for r in (RIVERS, PARCELS, ISLANDS, ARCHIVE, *ALPINE, *SWISS, TESTWEB_WMS)]
-        pages += [found(r, maps, 1) for r in (*FILES, TILES)]
+        pages += [found(r, maps, 1) for r in (*FILES, TILES, *HARBOURS)]
         pages += [found(r, more, 2) for r in (STATIONS, HOSTILE)]
         store.frontier.commit_pages(RUN_2, pages, 1, keyword_of={})
         store.runs.end(RUN_2, RunStatus.SUCCESS, {})
+        checked(store, STEADY, STEADY_CHECKS)
+        checked(store, FLAKY, FLAKY_CHECKS)
+
+
+def checked(store: Store, resource: Resource, checks: list[tuple]) -> None:
+    """Save the checks of ``resource`` as a revisit saves them, then spread them over the past days, one every
+    CHECK_HOURS and the last one now (a revisit can only save a check as it happens)."""
+    (due,) = [d for d in store.revisits.due([resource.type], 100_000, 1e-6) if d.url == resource.url]
+    for outcome, operation, seconds in checks:
+        answered = {"first_byte_seconds": seconds / 2, "total_seconds": seconds} if seconds else {}
+        result = CheckResult(due, outcome, seconds or 5.0, operation=operation, **answered)
+        store.revisits.record_check("revisit-geohub", result, lambda outcome: (due.state, 3600.0))
+    with store.transaction() as cur:
+        cur.execute(
+            "UPDATE resource_checks c SET checked_at = now() - %s * (n.last - n.position) FROM ("
+            "    SELECT id, row_number() OVER (ORDER BY id) AS position, count(*) OVER () AS last"
+            "    FROM resource_checks WHERE resource_id = %s) n WHERE c.id = n.id",
+            (timedelta(hours=CHECK_HOURS), due.id),
+        )
 
 
 def resource_id(dsn: str, resource: Resource) -> int:

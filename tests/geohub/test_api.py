@@ -11,7 +11,8 @@ import pytest
 from tests.geohub import data
 
 ROUTES = ["/geohub/", "/geohub/static/geohub.js", "/geohub/openapi.json", "/geohub/api/search",
-          "/geohub/api/resources/1", "/geohub/api/runs", "/geohub/api/types", "/geohub/api/concepts"]  # fmt: skip
+          "/geohub/api/resources/1",
+          "/geohub/api/resources/1/checks", "/geohub/api/runs", "/geohub/api/types", "/geohub/api/concepts"]  # fmt: skip
 
 
 def search(get, **params) -> dict:
@@ -180,7 +181,7 @@ def test_runs_and_types_to_filter_by(get):
     runs = get("/api/runs").json()
     assert [(r["run_id"], r["resources"]) for r in runs] == [(data.RUN_2, len(data.ALL)), (data.RUN_1, 2)]
     types = {t["type"]: t["resources"] for t in get("/api/types").json()}
-    assert types == {"KML": 2, "SHAPEFILE": 2, "SOS": 1, "WCS": 1, "WFS": 2, "WMS": 31, "WMTS": 1}
+    assert types == {"KML": 2, "SHAPEFILE": 2, "SOS": 1, "WCS": 1, "WFS": 2, "WMS": 33, "WMTS": 1}
 
 
 def test_concepts_to_filter_by_count_what_is_below_them(get):
@@ -281,6 +282,59 @@ def test_the_detail_gives_the_level_the_defects_and_owslib_s_reason(get, geohub_
     )  # nothing judges it
 
 
+# --- quality ---
+
+
+def test_each_result_carries_its_quality_and_equal_ranks_put_the_reliable_one_first(get):
+    """The flaky harbour service is the newer: newest first alone would put it first."""
+    page = search(get, q="harbour soundings")
+    assert [hit["url"] for hit in page["results"]] == [data.STEADY.url, data.FLAKY.url]
+    assert page["results"][0]["rank"] == page["results"][1]["rank"]
+    steady, flaky = (hit["quality"] for hit in page["results"])
+    assert steady == {
+        "checks_30d": 54, "availability_30d_percent": 100.0, "response_median_seconds": 0.39,
+        "inspire_availability": "met", "inspire_getmap": "met", "inspire": "met",
+    }  # fmt: skip
+    assert (flaky["checks_30d"], flaky["availability_30d_percent"], flaky["inspire"]) == (
+        30,
+        66.67,
+        "not met",
+    )
+    assert search(get, q="parcels")["results"][0]["quality"]["checks_30d"] == 0  # never checked
+
+
+def test_availability_and_inspire_filter_and_inspire_is_a_facet(get):
+    assert [h["url"] for h in search(get, min_availability=99.5)["results"]] == [data.STEADY.url]
+    assert {h["url"] for h in search(get, q="harbour", min_availability=60)["results"]} == {
+        data.STEADY.url, data.FLAKY.url,
+    }  # fmt: skip
+    assert [h["url"] for h in search(get, inspire="met")["results"]] == [data.STEADY.url]
+    assert [h["url"] for h in search(get, inspire=["not met", "met"])["results"]] == [
+        data.FLAKY.url,
+        data.STEADY.url,
+    ]
+    facet = search(get, q="harbour")["facets"]["inspire"]
+    assert facet == [{"value": "met", "resources": 1}, {"value": "not met", "resources": 1}]
+
+
+def test_the_detail_names_the_rules_and_the_checks_come_in_time_order(get, geohub_dsn):
+    steady = data.resource_id(geohub_dsn, data.STEADY)
+    quality = get(f"/api/resources/{steady}").json()["quality"]
+    assert (quality["checks_30d"], quality["availability_30d_percent"]) == (54, 100)
+    assert (quality["inspire_availability"], quality["inspire_getmap"]) == ("met", "met")
+    assert "at least 99 %" in quality["inspire_availability_rule"]
+    assert "within 5 s" in quality["inspire_getmap_rule"]
+    response = get(f"/api/resources/{steady}/checks")
+    assert response.status_code == 200
+    checks = response.json()
+    assert [(c["operation"], c["total_seconds"], c["outcome"]) for c in checks] == [
+        (operation, seconds, outcome) for outcome, operation, seconds in data.STEADY_CHECKS
+    ]
+    assert [c["checked_at"] for c in checks] == sorted(c["checked_at"] for c in checks)
+    assert get("/api/resources/999999999/checks").status_code == 404
+    assert get("/api/resources/0/checks").status_code == 422
+
+
 # --- hostile input ---
 
 
@@ -321,6 +375,9 @@ def test_hostile_titles_come_back_as_data_never_as_markup(get, geohub_dsn):
         ({"answering": "maybe"}, "answering"),
         ({"conformance": "sloppy"}, "no level sloppy"),
         ({"conformance": "x" * 251}, "conformance"),
+        ({"min_availability": 100.5}, "min_availability"),
+        ({"min_availability": "high"}, "min_availability"),
+        ({"inspire": "maybe"}, "no verdict maybe"),
     ],
 )
 def test_bad_parameters_are_refused_with_the_reason(get, params, message):
@@ -400,8 +457,10 @@ def test_the_search_is_documented_in_openapi(get):
         "provider",
         "footprint",
         "conformance",
+        "min_availability",
+        "inspire",
     }
-    assert "/api/resources/{resource_id}" in spec["paths"]
+    assert {"/api/resources/{resource_id}", "/api/resources/{resource_id}/checks"} <= set(spec["paths"])
     assert "HTTPBearer" in spec["components"]["securitySchemes"]
     page = spec["components"]["schemas"]["SearchPage"]
     assert page["properties"]["facets_estimated"]["type"] == "boolean"

@@ -16,11 +16,12 @@ from geoweb.geohub import (
     SearchDatabase,
     SearchQuery,
     SearchUnavailable,
+    resource_checks,
     resource_detail,
     runs,
     search,
 )
-from geoweb.geohub.searches import MAX_DATASETS
+from geoweb.geohub.searches import MAX_DATASETS, Quality
 from geoweb.geohub.sql import chosen_statement
 from geoweb.semantic import default_ontology
 from stack.postgres import SUPERUSER_DSN
@@ -304,6 +305,77 @@ def test_an_export_takes_the_matches_in_the_search_s_order(database, geohub_dsn)
         chosen = [row[0] for row in cur.fetchall()]
         ranked = [hit.id for hit in search(conn, query).results]
     assert chosen == ranked and chosen[-1] == data.resource_id(geohub_dsn, data.READABLE_SURVEY)
+
+
+# --- quality ---
+
+
+def hits_by_url(database, **params) -> dict:
+    with database.connection() as conn:
+        return {hit.url: hit for hit in search(conn, SearchQuery.checked(limit=100, **params)).results}
+
+
+def test_each_result_carries_its_availability_response_time_and_inspire_verdicts(database):
+    hits = hits_by_url(database, text="harbour soundings")
+    assert hits[data.STEADY.url].quality == Quality(54, 100.0, 0.39, "met", "met", "met")
+    assert hits[data.FLAKY.url].quality == Quality(30, 66.67, 2.0, "not met", "not enough checks", "not met")
+    never = hits_by_url(database, text="rivers taiwan")[data.RIVERS.url].quality
+    assert never == Quality(0, None, None, "not enough checks", "not enough checks", "not enough checks")
+    assert hits_by_url(database, text="parcels")[data.PARCELS.url].quality.inspire is None  # a WFS
+
+
+def test_equal_ranks_put_a_reliable_service_above_a_failing_one(database, geohub_dsn):
+    """The flaky one is the newer: only its reliability puts it below, in the search and in its export."""
+    query = SearchQuery.checked(text="harbour soundings")
+    with database.connection() as conn, conn.cursor() as cur:
+        hits = search(conn, query).results
+        cur.execute(*chosen_statement(query, 100))
+        exported = [row[0] for row in cur.fetchall()]
+    assert [h.url for h in hits] == [data.STEADY.url, data.FLAKY.url] and hits[0].rank == hits[1].rank
+    assert exported == [h.id for h in hits]
+    assert data.resource_id(geohub_dsn, data.FLAKY) > data.resource_id(geohub_dsn, data.STEADY)
+
+
+@pytest.mark.parametrize("text", ["", "harbour"])  # from search_rows, and from resources
+def test_availability_and_inspire_filter_and_the_inspire_facet_counts(database, text):
+    assert set(hits_by_url(database, text=text, min_availability=99)) == {data.STEADY.url}
+    assert set(hits_by_url(database, text=text, min_availability=50)) == {data.STEADY.url, data.FLAKY.url}
+    assert set(hits_by_url(database, text=text, inspire=["met"])) == {data.STEADY.url}
+    assert set(hits_by_url(database, text=text, inspire=["not met"])) == {data.FLAKY.url}
+    facet = [(f.value, f.resources) for f in answer(database, text=text).facets.inspire]
+    unjudged = sum(r.type == "WMS" for r in data.ALL if r not in data.HARBOURS)  # never checked
+    assert facet == [("met", 1), ("not met", 1)] + ([] if text else [("not enough checks", unjudged)])
+
+
+def test_a_detail_gives_the_quality_figures_with_their_rules_and_the_checks_in_time_order(
+    database, geohub_dsn
+):
+    steady = data.resource_id(geohub_dsn, data.STEADY)
+    with database.connection() as conn:
+        quality = resource_detail(conn, steady).quality
+        checks = resource_checks(conn, steady)
+        flaky = resource_checks(conn, data.resource_id(geohub_dsn, data.FLAKY))
+        assert resource_checks(conn, 10**12) is None
+    assert (quality.checks_30d, quality.availability_30d_percent, quality.inspire_availability) == (
+        54,
+        100,
+        "met",
+    )
+    assert quality.inspire_availability_rule.startswith("INSPIRE view service availability: at least 99 %")
+    assert quality.inspire_getmap_rule.startswith("INSPIRE view service performance: GetMap first byte")
+    assert quality.operations_30d["GetMap"]["checks"] == 24
+    assert [(c.operation, c.total_seconds) for c in checks] == [(o, s) for _, o, s in data.STEADY_CHECKS]
+    assert [c.checked_at for c in checks] == sorted(c.checked_at for c in checks)
+    assert [c.outcome for c in flaky] == [outcome for outcome, _, _ in data.FLAKY_CHECKS]
+
+
+def test_availability_and_inspire_are_checked():
+    query = SearchQuery.checked(min_availability=99.5, inspire=["Not  met", "met", "met"])
+    assert (query.min_availability, query.inspire) == (99.5, ("met", "not met"))
+    with pytest.raises(InvalidSearch, match="min_availability"):
+        SearchQuery.checked(min_availability=101)
+    with pytest.raises(InvalidSearch, match="no verdict maybe"):
+        SearchQuery.checked(inspire=["maybe"])
 
 
 # --- pages ---

@@ -1,23 +1,27 @@
-"""GeoHub's backend: full-text, type, box, run, level, concept, provider and conformance searches of the
-harvest database with their totals and facets, a resource's detail with its datasets, and the runs, types and
-concepts to filter by. Airflow-free: the GeoHub plugin (``plugins/geohub``) serves these over HTTP, the
-benchmark and the tests call them directly."""
+"""GeoHub's backend: full-text, type, box, run, level, concept, provider, conformance and quality searches of
+the harvest database with their totals and facets, a resource's detail with its datasets and quality figures,
+its checks, and the runs, types and concepts to filter by. Airflow-free: the GeoHub plugin
+(``plugins/geohub``) serves these over HTTP, the benchmark and the tests call them directly."""
 
 from geoweb.geohub.database import SearchDatabase, SearchUnavailable
 from geoweb.geohub.query import InvalidSearch, SearchQuery
 from geoweb.geohub.searches import (
+    Check,
     ConceptCount,
     DatasetEntry,
     FacetCount,
     Facets,
     Hit,
     LevelCount,
+    Quality,
+    QualityDetail,
     ResourceDetail,
     RunEntry,
     SearchPage,
     Sighting,
     TypeCount,
     concept_counts,
+    resource_checks,
     resource_detail,
     runs,
     search,
@@ -25,6 +29,7 @@ from geoweb.geohub.searches import (
 )
 
 __all__ = [
+    "Check",
     "ConceptCount",
     "DatasetEntry",
     "FacetCount",
@@ -32,6 +37,8 @@ __all__ = [
     "Hit",
     "InvalidSearch",
     "LevelCount",
+    "Quality",
+    "QualityDetail",
     "ResourceDetail",
     "RunEntry",
     "SearchDatabase",
@@ -41,6 +48,7 @@ __all__ = [
     "Sighting",
     "TypeCount",
     "concept_counts",
+    "resource_checks",
     "resource_detail",
     "runs",
     "search",

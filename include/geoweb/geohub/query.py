@@ -19,6 +19,8 @@ MAX_OFFSET = 10_000  # deeper pages cost a scan of everything before them: narro
 DEFAULT_LIMIT = 20
 MIN_PREFIX = 3  # characters of a last word searched as a prefix: shorter ones would match nearly everything
 NO_FOOTPRINT = "none"  # the footprint filter's one value: only resources without a box, which no box finds
+# The INSPIRE view-service verdicts (resource_quality, migration 0020); a WMS is `met` when both criteria are.
+INSPIRE_VERDICTS = ("met", "not met", "not enough checks")
 
 Box = tuple[float, float, float, float]  # west, south, east, north in WGS84 degrees
 
@@ -41,7 +43,8 @@ class SearchQuery:
     """A checked search: free text, resource types, a box (west > east crosses the antimeridian), the run
     and level that found a resource, a concept some dataset of it is about, whether only resources that still
     answer count, a provider (its exact name), whether only resources without a footprint count, conformance
-    levels of OGC services, and a page. Build it with ``SearchQuery.checked``."""
+    levels of OGC services, the least availability over 30 days (percent) and INSPIRE verdicts of WMS, and a
+    page. Build it with ``SearchQuery.checked``."""
 
     text: str = ""
     types: tuple[str, ...] = ()
@@ -55,6 +58,8 @@ class SearchQuery:
     provider: str | None = None
     no_footprint: bool = False  # only resources without a box: the ones a box never finds
     conformance: tuple[str, ...] = ()  # only services judged at one of these levels (Conformance)
+    min_availability: float | None = None  # percent of the checks of 30 days that succeeded
+    inspire: tuple[str, ...] = ()  # only WMS with one of these INSPIRE verdicts (INSPIRE_VERDICTS)
 
     @classmethod
     def checked(
@@ -71,6 +76,8 @@ class SearchQuery:
         provider: str | None = None,
         footprint: str | None = None,
         conformance: Iterable[str] = (),
+        min_availability: float | None = None,
+        inspire: Iterable[str] = (),
     ) -> SearchQuery:
         """The query, or InvalidSearch naming the first bad parameter."""
         text = " ".join(_checked_text(text or "", "q", MAX_TEXT).split())
@@ -102,7 +109,7 @@ class SearchQuery:
         types = tuple(sorted(set(filter(None, names))))
         return cls(
             text, types, box, run, level, limit, offset, concept, bool(answering), provider, bool(footprint),
-            _checked_conformance(conformance),
+            _checked_conformance(conformance), _checked_availability(min_availability), _checked_inspire(inspire),
         )  # fmt: skip
 
     @property
@@ -144,6 +151,26 @@ def _checked_conformance(values: Iterable[str]) -> tuple[str, ...]:
     if unknown:
         raise InvalidSearch(f"conformance: no level {', '.join(unknown)} (known: {', '.join(levels)})")
     return tuple(level for level in levels if level in names)
+
+
+def _checked_availability(value: float | None) -> float | None:
+    """A percentage from 0 to 100, or None."""
+    if value is None:
+        return None
+    if not (math.isfinite(value) and 0 <= value <= 100):
+        raise InvalidSearch("min_availability: a percentage from 0 to 100")
+    return float(value)
+
+
+def _checked_inspire(values: Iterable[str]) -> tuple[str, ...]:
+    """The INSPIRE verdicts asked for, each once, in the order of INSPIRE_VERDICTS; an unknown one is refused."""
+    names = [" ".join(_checked_text(v, "inspire", MAX_NAME).lower().split()) for v in values]
+    unknown = sorted(set(filter(None, names)) - set(INSPIRE_VERDICTS))
+    if unknown:
+        raise InvalidSearch(
+            f"inspire: no verdict {', '.join(unknown)} (known: {', '.join(INSPIRE_VERDICTS)})"
+        )
+    return tuple(verdict for verdict in INSPIRE_VERDICTS if verdict in names)
 
 
 def parse_bbox(value: str) -> Box | None:

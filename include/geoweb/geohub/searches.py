@@ -17,8 +17,23 @@ from geoweb.semantic import default_ontology
 MAX_DATASETS = 1000  # datasets listed in a resource's detail; datasets_total says how many it has
 MAX_SIGHTINGS = 100  # runs listed in a resource's detail, newest first
 MAX_RUNS = 200  # runs offered as a filter, newest first
+MAX_CHECKS = 2000  # checks of a resource's last 30 days listed for its chart, the newest (hourly: 720)
 
 Geometry = dict[str, Any]  # GeoJSON, WGS84
+
+
+@dataclass(slots=True)
+class Quality:
+    """How a resource answered its revisits' checks of the last 30 days, as of its last check (migration
+    0023): the share that succeeded, the median time of its own request, and for a WMS the INSPIRE
+    view-service verdicts (met, not met, not enough checks): availability, GetMap performance, and both."""
+
+    checks_30d: int  # 0: no check in 30 days
+    availability_30d_percent: float | None  # None without checks
+    response_median_seconds: float | None  # total time of GetCapabilities (a service) or GetResource
+    inspire_availability: str | None  # WMS only
+    inspire_getmap: str | None
+    inspire: str | None  # met when both are, not met when either is not
 
 
 @dataclass(slots=True)
@@ -44,6 +59,7 @@ class Hit:
     concepts: list[str]  # the most frequent concept ids of its datasets; /api/concepts has their labels
     conformance: str | None  # of an OGC service's capabilities (Conformance); None where nothing judges it
     defects: list[str]  # what its capabilities lack or get wrong, when read with defects
+    quality: Quality
 
 
 @dataclass(slots=True)
@@ -72,8 +88,8 @@ class ConceptCount:
 class Facets:
     """The matches of a search counted by type, provider (the most frequent), concept (a resource counts for
     each concept its datasets are about and every concept above those), level (at which the runs found it:
-    one resource may count at several), status and conformance (of the OGC services judged, conformant
-    first)."""
+    one resource may count at several), status, conformance (of the OGC services judged, conformant
+    first) and inspire (the WMS by their verdict on both INSPIRE criteria, met first)."""
 
     type: list[FacetCount]
     provider: list[FacetCount]
@@ -81,6 +97,7 @@ class Facets:
     level: list[LevelCount]
     status: list[FacetCount]
     conformance: list[FacetCount]
+    inspire: list[FacetCount]
 
 
 @dataclass(slots=True)
@@ -118,6 +135,34 @@ class Sighting:
 
 
 @dataclass(slots=True)
+class QualityDetail:
+    """A resource's ``resource_quality`` row (migration 0020), read when asked for: availability over 7 and 30
+    days, per operation the checks and times of 30 days, the last success, and for a WMS the INSPIRE
+    view-service verdicts, each with the rule it applies."""
+
+    checks_7d: int
+    availability_7d_percent: float | None
+    checks_30d: int
+    availability_30d_percent: float | None
+    last_success_at: datetime | None
+    operations_30d: dict[str, dict[str, Any]]  # operation -> checks, successes, first_byte_*, total_* (s)
+    inspire_availability: str | None
+    inspire_availability_rule: str | None
+    inspire_getmap: str | None
+    inspire_getmap_rule: str | None
+
+
+@dataclass(slots=True)
+class Check:
+    """One check of a resource: when, which request, its total time (None without an answer), its outcome."""
+
+    checked_at: datetime
+    operation: str
+    total_seconds: float | None
+    outcome: str
+
+
+@dataclass(slots=True)
 class ResourceDetail:
     id: int
     url: str
@@ -142,6 +187,7 @@ class ResourceDetail:
     conformance: str | None  # of an OGC service's capabilities (Conformance); None where nothing judges it
     defects: list[str]  # what its capabilities lack or get wrong
     owslib_error: str | None  # why OWSLib could not read them, where it failed
+    quality: QualityDetail
 
 
 @dataclass(slots=True)
@@ -175,7 +221,10 @@ def search(conn, query: SearchQuery, exact_facets: int = EXACT_FACETS) -> Search
         total, (unboxed, no_footprint), *facets, rows = cur.fetchone()
     rows = rows or []
     outside_box = 0 if unboxed is None else unboxed - no_footprint - total
-    hits = [Hit(*row[:12], document_url(row[1], row[2]), *row[12:]) for row in rows[: query.limit]]
+    hits = [
+        Hit(*row[:12], document_url(row[1], row[2]), *row[12:-1], Quality(**row[-1]))
+        for row in rows[: query.limit]
+    ]
     more = len(rows) > query.limit
     next_offset = query.offset + query.limit if more else None
     facets_estimated = total > exact_facets
@@ -183,7 +232,7 @@ def search(conn, query: SearchQuery, exact_facets: int = EXACT_FACETS) -> Search
     return SearchPage(hits, query.offset, query.limit, next_offset, *numbers)
 
 
-def _facets(types, providers, concepts, levels, statuses, conformance) -> Facets:
+def _facets(types, providers, concepts, levels, statuses, conformance, inspire) -> Facets:
     """The facets of the search statement's arrays of [value, count]."""
     return Facets(
         type=_counts(types),
@@ -192,6 +241,7 @@ def _facets(types, providers, concepts, levels, statuses, conformance) -> Facets
         level=[LevelCount(level, n) for level, n in levels],
         status=_counts(statuses),
         conformance=_counts(conformance),
+        inspire=_counts(inspire),
     )
 
 
@@ -220,6 +270,20 @@ _DATASETS = f"""
 SELECT position, name, title, keywords, ST_AsGeoJSON(footprint, {GEOJSON_DIGITS})::json, extra, concepts
 FROM datasets WHERE resource_id = %s ORDER BY position LIMIT {MAX_DATASETS}
 """
+_QUALITY = """
+SELECT coalesce(checks_7d, 0), availability_7d_percent, coalesce(checks_30d, 0), availability_30d_percent,
+       last_success_at, coalesce(operations_30d, '{}'), inspire_availability, inspire_availability_rule,
+       inspire_getmap, inspire_getmap_rule
+FROM resource_quality WHERE resource_id = %s
+"""
+# The newest checks of 30 days, in time order.
+_CHECKS = f"""
+SELECT checked_at, operation, total_seconds, outcome FROM (
+    SELECT checked_at, operation, total_seconds, outcome, id FROM resource_checks
+    WHERE resource_id = %s AND checked_at > now() - interval '30 days'
+    ORDER BY checked_at DESC, id DESC LIMIT {MAX_CHECKS}
+) newest ORDER BY checked_at, id
+"""
 _SIGHTINGS = f"""
 SELECT run_id, level, source_page, discovered_at FROM run_resources
 WHERE resource_id = %s ORDER BY discovered_at DESC, run_id LIMIT {MAX_SIGHTINGS}
@@ -237,7 +301,21 @@ def resource_detail(conn, resource_id: int) -> ResourceDetail | None:
         datasets = [DatasetEntry(*r) for r in cur.fetchall()]
         cur.execute(_SIGHTINGS, (resource_id,))
         runs = [Sighting(*r) for r in cur.fetchall()]
-    return ResourceDetail(*row[:16], document_url(row[1], row[2]), row[16], datasets, runs, *row[17:])
+        cur.execute(_QUALITY, (resource_id,))
+        quality = QualityDetail(*cur.fetchone())
+    return ResourceDetail(
+        *row[:16], document_url(row[1], row[2]), row[16], datasets, runs, *row[17:], quality
+    )
+
+
+def resource_checks(conn, resource_id: int) -> list[Check] | None:
+    """The resource's newest checks of the last 30 days (at most MAX_CHECKS), oldest first; None if unknown."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT 1 FROM resources WHERE id = %s", (resource_id,))
+        if cur.fetchone() is None:
+            return None
+        cur.execute(_CHECKS, (resource_id,))
+        return [Check(*r) for r in cur.fetchall()]
 
 
 def runs(conn) -> list[RunEntry]:

@@ -6,9 +6,12 @@ A text search finds candidates through the GIN index of ``resources.search`` (a 
 datasets' names and titles and the concepts they are about: migration 0012), ranks them with ts_rank and
 pages through them by rank; without text, newest first. ts_rank rather than ts_rank_cd: it scores each word
 by its best-weighted place and adds little for repeats, so a service with a hundred matching layers does not
-bury one whose title matches. Where ranks are equal, conformance breaks the tie: a conformant service (or a
-resource nothing judges: an OGC API, a file) comes before a readable one, a readable one before one only
-identified (``geoweb.models.Conformance``); then the newest first. A box meets a resource when it meets the
+bury one whose title matches. Where ranks are equal, reliability breaks the tie (a resource that answered at
+least RELIABLE_CHECKS checks of 30 days, 99 % of them or more, then one not known to, then one that answered
+fewer than 99 %), then conformance: a conformant service (or a resource nothing judges: an OGC API, a file)
+comes before a readable one, a readable one before one only identified (``geoweb.models.Conformance``); then
+the newest first. The quality figures are those `search_rows` keeps as of each resource's last check
+(migration 0023): a text search joins them to its matches. A box meets a resource when it meets the
 resource's box, through its GIST index: the detectors make a resource's box the union of its datasets' boxes
 (a KML file's, its whole document's), so a resource is found wherever one of its datasets is.
 """
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from geoweb.geohub.query import DEFAULT_LIMIT, Box, SearchQuery
+from geoweb.geohub.query import DEFAULT_LIMIT, INSPIRE_VERDICTS, Box, SearchQuery
 from geoweb.models import Conformance, ResourceStatus
 
 WORDS = "websearch_to_tsquery('english', %(text)s)"
@@ -40,6 +43,30 @@ WORLD: Box = (-180.0, -90.0, 180.0, 90.0)
 _CONFORMANCE_ORDER = (
     f"CASE {{column}} WHEN '{Conformance.READABLE}' THEN 1 WHEN '{Conformance.IDENTIFIED}' THEN 2 ELSE 0 END"
 )
+
+# Equal ranks, before conformance: a resource that answered at least RELIABLE_CHECKS checks of the last 30 days,
+# RELIABLE_PERCENT of them or more (the INSPIRE availability share), first; then one nothing says much of (no
+# check, or fewer, all answered); last one that answered fewer. The schedule checks a new resource after 1, 3,
+# 7 and 15 days, so one that always answers is reliable from its third check, a week after it was found.
+RELIABLE_CHECKS = 3
+RELIABLE_PERCENT = 99
+_RELIABILITY = (
+    "CASE WHEN {q}.availability_30d_percent < %(reliable_percent)s THEN 2"
+    " WHEN {q}.checks_30d >= %(reliable_checks)s THEN 0 ELSE 1 END"
+)
+MET, NOT_MET, NOT_ENOUGH = INSPIRE_VERDICTS
+# A WMS not checked since migration 0023 has no verdict kept: it has not enough checks.
+_VERDICT = f"CASE WHEN r.type = 'WMS' THEN coalesce({{q}}.{{column}}, '{NOT_ENOUGH}') END"
+# Both INSPIRE view-service criteria together: met when both are, not met when either is not.
+_INSPIRE = (
+    f"CASE WHEN r.type <> 'WMS' THEN NULL"
+    f" WHEN {{q}}.inspire_availability = '{MET}' AND {{q}}.inspire_getmap = '{MET}' THEN '{MET}'"
+    f" WHEN '{NOT_MET}' IN ({{q}}.inspire_availability, {{q}}.inspire_getmap) THEN '{NOT_MET}'"
+    f" ELSE '{NOT_ENOUGH}' END"
+)
+_INSPIRE_ORDER = f"CASE inspire WHEN '{MET}' THEN 0 WHEN '{NOT_MET}' THEN 1 ELSE 2 END"
+# A text search reads `resources`: the figures come from the resource's narrow row.
+_QUALITY_JOIN = " LEFT JOIN search_rows q ON q.id = r.id"
 
 # Facets are counted exactly up to this many matches, above it on a sample of about as many (chosen by a
 # hash of the resource id, so that a search counts the same sample each time) and scaled to the total, which
@@ -64,7 +91,10 @@ EXACT_FACETS = 5_000
 _SEARCH = f"""
 WITH candidates AS {{materialized}} (
     SELECT r.id, {{rank}} AS rank, r.type, r.provider, r.last_status, r.about, {{level}} AS level,
-           r.conformance, r.bbox IS NULL AS no_footprint, {{in_box}} AS in_box, {{at_level}} AS at_level
+           r.conformance, r.bbox IS NULL AS no_footprint, {{in_box}} AS in_box, {{at_level}} AS at_level,
+           {{reliability}} AS reliability, {{inspire}} AS inspire, coalesce({{q}}.checks_30d, 0) AS checks_30d,
+           {{q}}.availability_30d_percent, {{q}}.response_median, {{inspire_availability}} AS inspire_availability,
+           {{inspire_getmap}} AS inspire_getmap
     FROM {{source}}
     WHERE {{where}}
 ), matches AS NOT MATERIALIZED (
@@ -77,7 +107,7 @@ WITH candidates AS {{materialized}} (
 ), scale AS (
     SELECT (SELECT n FROM total)::float8 / greatest(count(*), 1) AS f FROM counted
 ), page AS (
-    SELECT id, rank FROM matches ORDER BY {{order}} LIMIT %(limit)s OFFSET %(offset)s
+    SELECT * FROM matches ORDER BY {{order}} LIMIT %(limit)s OFFSET %(offset)s
 )
 SELECT
     (SELECT n FROM total),
@@ -91,6 +121,8 @@ SELECT
     ARRAY(SELECT ARRAY[last_status, {{count}}::text] FROM counted GROUP BY last_status ORDER BY last_status),
     ARRAY(SELECT ARRAY[conformance, {{count}}::text] FROM counted WHERE conformance IS NOT NULL
           GROUP BY conformance ORDER BY {_CONFORMANCE_ORDER.format(column="conformance")}),
+    ARRAY(SELECT ARRAY[inspire, {{count}}::text] FROM counted WHERE inspire IS NOT NULL
+          GROUP BY inspire ORDER BY {_INSPIRE_ORDER}),
     (SELECT json_agg(json_build_array(
          r.id, r.url, r.type, r.version, r.title, left(r.abstract, {ABSTRACT_CHARS}), r.provider, r.keywords,
          (SELECT count(*) FROM datasets d WHERE d.resource_id = r.id),
@@ -103,7 +135,11 @@ SELECT
          ARRAY(SELECT c FROM datasets d, unnest(d.concepts) c WHERE d.resource_id = r.id
                GROUP BY c ORDER BY count(*) DESC, c LIMIT {TOP_CONCEPTS}),
          r.conformance,
-         r.defects
+         r.defects,
+         json_build_object('checks_30d', page.checks_30d, 'availability_30d_percent', page.availability_30d_percent,
+                           'response_median_seconds', round(page.response_median::numeric, 3),
+                           'inspire_availability', page.inspire_availability,
+                           'inspire_getmap', page.inspire_getmap, 'inspire', page.inspire)
      ) ORDER BY {{outer}})
      FROM page JOIN resources r ON r.id = page.id)
 """
@@ -131,8 +167,9 @@ def text_query(query: SearchQuery) -> str:
     return TYPED_WORDS if query.is_typing else WORDS
 
 
-def _filters(query: SearchQuery) -> tuple[list[str], dict]:
-    """The conditions of every filter but the box and the level, and their parameters."""
+def _filters(query: SearchQuery, q: str) -> tuple[list[str], dict]:
+    """The conditions of every filter but the box and the level, and their parameters; ``q`` names the
+    table of the quality figures (``_quality_table``)."""
     params: dict = {}
     where = ["TRUE"]
     if query.text:
@@ -152,6 +189,12 @@ def _filters(query: SearchQuery) -> tuple[list[str], dict]:
     if query.conformance:
         params["conformance"] = list(query.conformance)
         where.append("r.conformance = ANY(%(conformance)s)")
+    if query.min_availability is not None:
+        params["min_availability"] = query.min_availability
+        where.append(f"{q}.availability_30d_percent >= %(min_availability)s")
+    if query.inspire:
+        params["inspire"] = list(query.inspire)
+        where.append(f"({_INSPIRE.format(q=q)}) = ANY(%(inspire)s)")
     if query.no_footprint:
         where.append("r.bbox IS NULL")
     if query.answering:
@@ -195,23 +238,26 @@ def _in_box(query: SearchQuery) -> tuple[str, dict]:
 def search_statement(query: SearchQuery, exact_facets: int = EXACT_FACETS) -> tuple[str, dict]:
     """The statement and parameters of a search. Its one row: the total; the candidates (matches of every
     filter but the box; NULL without a box) and those of them without a footprint, as an array of two; the
-    type, provider, concept, level, status and conformance facets as arrays of [value, count], estimated
+    type, provider, concept, level, status, conformance and INSPIRE facets as arrays of [value, count], estimated
     above ``exact_facets`` matches (the level facet of a search at one level counts every level, exactly);
     and the page of results as a JSON array of rows, one row more than the page (so the caller knows whether
     another page follows)."""
-    where, params = _filters(query)
+    table = "resources" if query.text else "search_rows"
+    q = _quality_table(table)
+    where, params = _filters(query, q)
     in_box, box_params = _in_box(query)
     at_level, level_params = _at_level(query)
     params.update(
-        box_params | level_params, limit=query.limit + 1, offset=query.offset, exact_facets=exact_facets
-    )
+        box_params | level_params, limit=query.limit + 1, offset=query.offset, exact_facets=exact_facets,
+        reliable_checks=RELIABLE_CHECKS, reliable_percent=RELIABLE_PERCENT,
+    )  # fmt: skip
     where_sql = "\n      AND ".join(where)
-    source = _source(query, "resources" if query.text else "search_rows")
+    source = _source(query, table)
     rank, order, outer, materialized = "NULL::real", "id DESC", "r.id DESC", "NOT MATERIALIZED"
     if query.text:
         rank = f"ts_rank(r.search, {text_query(query)})"
-        order = _ranked_order("rank", "conformance", "id")
-        outer = _ranked_order("page.rank", "r.conformance", "r.id")
+        order = _ranked_order("rank", "reliability", "conformance", "id")
+        outer = _ranked_order("page.rank", "page.reliability", "r.conformance", "r.id")
         materialized = "MATERIALIZED"
     # without a box, the matches without a footprint are among the matches
     unboxed = "ARRAY[NULL, (SELECT count(*) FROM matches WHERE no_footprint)]"
@@ -237,6 +283,11 @@ def search_statement(query: SearchQuery, exact_facets: int = EXACT_FACETS) -> tu
         outer=outer,
         unboxed=unboxed,
         count=_COUNT,
+        q=q,
+        reliability=_RELIABILITY.format(q=q),
+        inspire=_INSPIRE.format(q=q),
+        inspire_availability=_VERDICT.format(q=q, column="inspire_availability"),
+        inspire_getmap=_VERDICT.format(q=q, column="inspire_getmap"),
     )
     return sql, params
 
@@ -245,14 +296,19 @@ def chosen_statement(query: SearchQuery, limit: int) -> tuple[str, dict]:
     """The statement and parameters of the first ``limit`` matches (ranked, or newest first without text) as
     an export takes them (``geoweb.store.resources.Chosen``): rows of (resource_id, level, source_page,
     discovered_at): in the run searched, else the resource's first sighting."""
-    where, params = _filters(query)
+    q = _quality_table("resources")
+    where, params = _filters(query, q)
     in_box, box_params = _in_box(query)
     at_level, level_params = _at_level(query)
     where += [in_box, at_level]
-    params.update(box_params | level_params, chosen_limit=limit)
+    params.update(
+        box_params | level_params, chosen_limit=limit, reliable_checks=RELIABLE_CHECKS,
+        reliable_percent=RELIABLE_PERCENT,
+    )  # fmt: skip
     order = "r.id DESC"
     if query.text:
-        order = _ranked_order(f"ts_rank(r.search, {text_query(query)})", "r.conformance", "r.id")
+        rank = f"ts_rank(r.search, {text_query(query)})"
+        order = _ranked_order(rank, _RELIABILITY.format(q=q), "r.conformance", "r.id")
     where_sql = "\n      AND ".join(where)
     level, source_page, seen = _sighting(query)
     sql = (
@@ -262,15 +318,23 @@ def chosen_statement(query: SearchQuery, limit: int) -> tuple[str, dict]:
     return sql, params
 
 
-def _ranked_order(rank: str, conformance: str, resource_id: str) -> str:
-    """The order of a text search's matches: by rank, equal ranks by conformance, then the newest first."""
-    return f"{rank} DESC, {_CONFORMANCE_ORDER.format(column=conformance)}, {resource_id} DESC"
+def _ranked_order(rank: str, reliability: str, conformance: str, resource_id: str) -> str:
+    """The order of a text search's matches: by rank, equal ranks by reliability (``_RELIABILITY``), then
+    by conformance, then the newest first."""
+    conformance_order = _CONFORMANCE_ORDER.format(column=conformance)
+    return f"{rank} DESC, {reliability}, {conformance_order}, {resource_id} DESC"
+
+
+def _quality_table(table: str) -> str:
+    """The alias of the table holding the quality figures: the narrow row itself, or joined to `resources`."""
+    return "q" if table == "resources" else "r"
 
 
 def _source(query: SearchQuery, table: str) -> str:
-    """The table a search reads as ``r``, joined to the run's sightings as ``rr`` when it searches a run
-    (``_filters`` reads them then)."""
-    return f"{table} r" + (_FOUND_BY if query.run is not None else "")
+    """The table a search reads as ``r`` (with `resources`, the quality figures of its narrow row as ``q``),
+    joined to the run's sightings as ``rr`` when it searches a run (``_filters`` reads them then)."""
+    quality = _QUALITY_JOIN if table == "resources" else ""
+    return f"{table} r{quality}" + (_FOUND_BY if query.run is not None else "")
 
 
 def _sighting(query: SearchQuery) -> tuple[str, str, str]:
