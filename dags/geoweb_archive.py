@@ -29,9 +29,10 @@ archive, whose API is undocumented, through a request and field mapping kept in
 `include/geoweb/connectors/archive/nspo.json` (reconfigure it there, or with the `mapping` setting), and STAC
 APIs. Runs `@daily`, one run at a time; every task retries twice, 5 minutes apart.
 
-`archives` names the archives to read: the run's `archives`, else the Airflow Variable `{ARCHIVES_VARIABLE}`
-(a JSON list such as `["nspo", "stac"]`); with none, the run does nothing and its log names the Variable.
-From the form: choose the archives in the multi-select (or leave them empty for the Variable's), press Trigger. The run's
+`archives` resolves the run's params and names the archives to read, by the rule every geoweb DAG follows
+(`dags/README.md`, *Runs, Variables and nothing to do*): the run's `archives`, else the Airflow Variable
+`{ARCHIVES_VARIABLE}` (a JSON list such as `["nspo", "stac"]`); with none, there is nothing to read. From the
+form: choose the archives in the multi-select (or leave them empty for the Variable's), press Trigger. The run's
 **GeoWeb report** tab shows each archive's counts. `harvest` runs once per archive: the
 scenes acquired since the archive's watermark (scene id, satellite, sensor, acquisition time, footprint,
 cloud cover, quick-look URL) go into `archive_scenes`, committed page by page and keyed by (archive, scene

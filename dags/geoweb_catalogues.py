@@ -36,18 +36,20 @@ DOC = f"""
 Harvests every known CSW catalogue into PostGIS, then crawls the services and files its records point to (the
 deep-web path). Runs `@daily`, one run at a time; every task retries twice, 2 minutes apart.
 
-`catalogues` lists what to harvest: the run's `catalogues`, the Airflow Variable `{CATALOGUES_VARIABLE}` (a
-JSON list of endpoints, else the environment's `GEOWEB_CSW_CATALOGUES`, separated by commas) and every CSW
-the crawl has loaded into `resources`; with none of them the run does nothing and its log says which Variable
-to set. `allowed_hosts` left empty takes the Variable `{ALLOWED_HOSTS_VARIABLE}`; the run reads its params and
-Variables once, in `catalogues`, so changing a Variable mid-run changes nothing in it. From the form, every
-field has its default: press Trigger. The run's **GeoWeb report** tab shows each catalogue's counts and the
-validation crawl's report. `harvest` runs once per catalogue: GetRecords page by page (Dublin Core
-or ISO 19139), each page committed to `catalogue_records` as it arrives, with footprints in PostGIS. Harvests
-are incremental from each catalogue's watermark (its newest modification date) and full every
-`full_every_days`; only a complete full harvest withdraws the records a catalogue no longer has, and a failed
-one changes nothing it loaded before. A failing catalogue fails its own task, with its error also kept in
-`catalogue_sources`; the others go on. Each task returns its counts (new, updated, unchanged, withdrawn...).
+`catalogues` resolves the run's params and lists what to harvest: the run's `catalogues` and every CSW the
+crawl has loaded into `resources`. From the form, every field has its default: press Trigger. The run's
+**GeoWeb report** tab shows each catalogue's counts and the validation crawl's report.
+
+**Variables**, by the rule every geoweb DAG follows (`dags/README.md`, *Runs, Variables and nothing to do*):
+`catalogues` left empty takes the Variable `{CATALOGUES_VARIABLE}` (a JSON list of endpoints), else the
+environment's `GEOWEB_CSW_CATALOGUES` (separated by commas); with none of them and no CSW found by the crawl,
+there is nothing to harvest. `allowed_hosts` left empty takes the Variable `{ALLOWED_HOSTS_VARIABLE}`.
+
+`harvest` runs once per catalogue: GetRecords page by page (Dublin Core or ISO 19139), each page committed
+to `catalogue_records` as it arrives, with footprints in PostGIS. Harvests are incremental from each
+catalogue's watermark (its newest modification date) and full every `full_every_days`; only a complete full
+harvest withdraws the records a catalogue no longer has, and a failed one changes nothing it loaded before.
+A failing catalogue fails its own task, with its error also kept in `catalogue_sources`; the others go on. Each task returns its counts (new, updated, unchanged, withdrawn...).
 
 `start_crawl` then takes every link of an active record that looks like a service or a file and starts the
 crawl run `catalogues__<run id>` with them as seeds (max level 0, the catalogue as source page): `crawl`

@@ -63,10 +63,8 @@ them all whole now.
 
 **Tasks**:
 
-- `start_run` migrates the harvest database, then begins (or resumes) the run in `crawl_runs` and adds its
-  seeds to the run's crawl frontier at level 0. It stores the params the run began with (`crawl_runs.params`)
-  and every later task works with those. A bad conf, or a key the params do not know, fails it at once,
-  naming the key.
+- `start_run` migrates the harvest database, resolves the run's params (below), then begins (or resumes) the
+  run in `crawl_runs` and adds its seeds to the run's crawl frontier at level 0.
 - `seed_search` searches the keywords of the run's types (`keywords_by_type`, then `keywords`) with each of
   `search_providers` (web search: `searxng`, `google`, `brave`; data portals: `datagov`, `ckan`), reading
   `search_pages` result pages each. Pages and service or file links found join level 0, each with the keyword
@@ -90,14 +88,11 @@ them all whole now.
 writes the same rows, so nothing is duplicated. To resume a failed run, clear its failed tasks: only the
 URLs not yet done are crawled. A failed DAG run marks its `crawl_runs` row `failed`.
 
-**Scheduled runs and Variables**: the DAG starts paused. A run that names neither `seeds` nor
-`search_providers` (a scheduled run) takes them from the Airflow Variables `{SEEDS_VARIABLE}` (a JSON list of
-URLs) and `{PROVIDERS_VARIABLE}` (a JSON list of provider names); with neither set, a scheduled run does
-nothing (its tasks are skipped, the run ends `success`) and `start_run` logs which Variable to set, while a
-run triggered by hand fails, naming the fields to fill. `allowed_hosts` left empty takes the Variable
-`{ALLOWED_HOSTS_VARIABLE}`. URL-pattern policies (skip or fetch by regular expression) come from
-`url_policies`, else the Variable `{POLICIES_VARIABLE}`, else `GEOWEB_URL_POLICIES`. `make demo` sets the
-Variables to the local GeoWeb's.
+**Scheduled runs and Variables**, by the rule every geoweb DAG follows (`dags/README.md`, *Runs, Variables
+and nothing to do*): `seeds` and `search_providers` left both empty take the Variables `{SEEDS_VARIABLE}` (a
+JSON list of URLs) and `{PROVIDERS_VARIABLE}` (a JSON list of provider names); with neither, there is nothing
+to crawl. `allowed_hosts` left empty takes `{ALLOWED_HOSTS_VARIABLE}`, `url_policies` (URL-pattern policies:
+skip or fetch by regular expression) `{POLICIES_VARIABLE}`, else `GEOWEB_URL_POLICIES`.
 
 **Database**: the Airflow Connection `geoweb_db`, else the environment variable `GEOWEB_DB`, read inside the
 tasks; parsing the DAG opens no connection.

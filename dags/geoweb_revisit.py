@@ -40,11 +40,15 @@ datasets as the crawl loads them; every check is a row of `resource_checks`.
 The next check comes sooner after a change (interval halved, down to `min_interval_hours`) and later when
 nothing changed (doubled, up to `max_interval_hours`); a failed check retries sooner, and `dead_after`
 failures in a row mark the resource dead (kept, checked at the maximum interval, alive again when it answers).
-URL-pattern policies from the Variable `{POLICIES_VARIABLE}` (else `GEOWEB_URL_POLICIES`) skip URLs or fix
-their interval. `summarize` logs checked, changed, unchanged, failed, newly dead and the next due check.
-From the form every field has its default (add `allowed_hosts` for resources on a local network; empty: the
-Variable `{ALLOWED_HOSTS_VARIABLE}`; `plan` reads the params and Variables once for the whole run). The run's
-**GeoWeb report** tab counts its checks by outcome and lists what changed or failed.
+URL-pattern policies (`url_policies`) skip URLs or fix their interval. `summarize` logs checked, changed,
+unchanged, failed, newly dead and the next due check. From the form every field has its default (add
+`allowed_hosts` for resources on a local network). The run's **GeoWeb report** tab counts its checks by
+outcome and lists what changed or failed.
+
+**Variables**, by the rule every geoweb DAG follows (`dags/README.md`, *Runs, Variables and nothing to do*):
+`plan` resolves the params; `allowed_hosts` left empty takes the Variable `{ALLOWED_HOSTS_VARIABLE}`,
+`url_policies` the Variable `{POLICIES_VARIABLE}`, else `GEOWEB_URL_POLICIES`. A revisit always has work (the
+resources already known), so a scheduled run needs no Variable.
 """
 
 
