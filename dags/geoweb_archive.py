@@ -12,14 +12,12 @@ from airflow.sdk import dag, get_current_context, task
 
 from geoweb.harvest.params import ARCHIVES_VARIABLE, ArchiveParams
 from geoweb_airflow import (
-    RunRule,
     connector_config,
     form_params,
     harvest_store,
     migrate_harvest_database,
-    resolve_run,
-    run_params,
 )
+from geoweb_airflow.runs import RunRule, resolve_run, run_params
 
 DOC = f"""
 ### Load new satellite scenes

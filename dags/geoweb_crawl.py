@@ -21,15 +21,13 @@ from geoweb.models import RunStatus
 from geoweb_airflow import (
     CRAWL_POOL,
     SHARD_LABEL,
-    RunRule,
     connector_config,
     crawl_shard,
     form_params,
     harvest_store,
     migrate_harvest_database,
-    resolve_run,
-    run_params,
 )
+from geoweb_airflow.runs import RunRule, resolve_run, run_params
 
 DOC = f"""
 ### Crawl the web for geospatial resources

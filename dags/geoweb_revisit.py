@@ -13,14 +13,12 @@ from geoweb.harvest.params import ALLOWED_HOSTS_VARIABLE, POLICIES_VARIABLE, Rev
 from geoweb_airflow import (
     CRAWL_POOL,
     SHARD_LABEL,
-    RunRule,
     form_params,
     harvest_store,
     hosts_label,
     migrate_harvest_database,
-    resolve_run,
-    run_params,
 )
+from geoweb_airflow.runs import RunRule, resolve_run, run_params
 
 DOC = f"""
 ### Re-check known services and files
