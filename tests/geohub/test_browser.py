@@ -599,3 +599,110 @@ def test_conformance_is_a_badge_a_detail_and_a_filter(browser, geohub_server):
         "identified"
     ]
     assert browser.evaluate(HIT_TITLES) == [data.TILES.url]  # no title: shown by its address
+
+
+def inspire_counts(browser: Chromium) -> dict[str, int]:
+    labels = browser.evaluate(
+        "[...document.querySelectorAll('#inspire label')].map(l => l.textContent.trim())"
+    )
+    return {label.split(" (")[0]: int(label.split(" (")[1].rstrip(")")) for label in labels}
+
+
+QUALITY_BADGES = (
+    f"{HITS}.map(li => (b => [b.textContent, b.className, b.title])(li.querySelector('.quality')))"
+)
+CHART = "document.getElementById('checks-chart')"
+
+
+def test_quality_is_a_badge_a_filter_and_a_chart_of_the_checks(browser, geohub_server, tmp_path):
+    log_in(browser, geohub_server)
+    browser.navigate(f"{geohub_server.base_url}/geohub/?q=harbour+soundings&in_view=false")
+    browser.wait_for(f"/^Results 1\u20132 of 2/.test({STATUS})")
+
+    # equal words: the steady service first, each with its badge, the rules in its tooltip
+    badges = browser.evaluate(QUALITY_BADGES)
+    assert [badge[:2] for badge in badges] == [
+        ["100 % \u00b7 0.4 s", "quality good"], ["66.7 % \u00b7 2.0 s", "quality poor"],
+    ]  # fmt: skip
+    steady_tooltip, flaky_tooltip = (badge[2] for badge in badges)
+    assert steady_tooltip.startswith("100 % of 54 checks over 30 days succeeded; median response 0.39 s")
+    assert "INSPIRE view service availability (at least 99 %" in steady_tooltip and "): met" in steady_tooltip
+    assert "INSPIRE view service performance (GetMap first byte within 5 s" in flaky_tooltip
+    assert "): not enough checks" in flaky_tooltip
+    assert browser.evaluate(HIT_TITLES) == [data.STEADY.title] * 2
+    assert shown_urls(browser) == [data.STEADY.url, data.FLAKY.url]
+    assert inspire_counts(browser) == {"met": 1, "not met": 1, "not enough checks": 0}
+    search_for(browser, "parcels of bern")
+    assert [badge[:2] for badge in browser.evaluate(QUALITY_BADGES)] == [["no checks", "quality none"]]
+
+    # the filters: availability, then the INSPIRE verdict, in the search and in the address
+    search_for(browser, "harbour soundings")
+    before = searches(browser)
+    choose(browser, "min_availability", "99")
+    url = wait_for_results(browser, before)
+    assert parse_qs(urlsplit(url).query)["min_availability"] == ["99"]
+    assert shown_urls(browser) == [data.STEADY.url]
+    choose(browser, "min_availability", "")
+    before = searches(browser)
+    browser.evaluate(
+        "(box => { box.checked = true; box.dispatchEvent(new Event('change')); })"
+        "(document.querySelector('#inspire input[value=\"not met\"]'))"
+    )
+    url = wait_for_results(browser, before)
+    assert parse_qs(urlsplit(url).query)["inspire"] == ["not met"]
+    browser.wait_for(f"/^Results 1\u20131 of 1/.test({STATUS})")
+    assert shown_urls(browser) == [data.FLAKY.url]
+    browser.navigate(browser.evaluate("location.href"))  # a reload keeps it
+    browser.wait_for(f"/^Results 1\u20131 of 1/.test({STATUS})")
+    assert browser.evaluate("[...document.querySelectorAll('#inspire input:checked')].map(b => b.value)") == [
+        "not met"
+    ]
+
+    # the flaky one's detail: its figures with the rules named, its checks drawn, failures marked
+    open_detail(browser, data.FLAKY.title)
+    fields = detail_fields(browser)
+    assert fields["Availability"].startswith("66.7 % of 30 checks over 30 days succeeded")
+    assert fields["INSPIRE availability"].startswith(
+        "not met \u00b7 INSPIRE view service availability: at least 99"
+    )
+    assert fields["INSPIRE performance"].startswith(
+        "not enough checks \u00b7 INSPIRE view service performance"
+    )
+    assert fields["Response times"].startswith("GetCapabilities: median 2 s")
+    browser.wait_for(f"!{CHART}.hidden")
+    answered = sum(seconds is not None for _, _, seconds in data.FLAKY_CHECKS)
+    assert browser.evaluate(f"{CHART}.querySelectorAll('circle').length") == answered
+    assert (
+        browser.evaluate(f"{CHART}.querySelectorAll('line.failed').length")
+        == len(data.FLAKY_CHECKS) - answered
+    )
+    browser.click("#back")
+
+    # the steady one's: a line per operation, every check on it
+    browser.click("#inspire input[value='not met']")
+    browser.wait_for(f"/^Results 1\u20132 of 2/.test({STATUS})")
+    open_detail_of(browser, data.STEADY.url)
+    lines = browser.wait_for(
+        f"(g => g.length && g.map(s => [s.dataset.operation, s.querySelectorAll('circle').length]))"
+        f"([...{CHART}.querySelectorAll('g.series')])"
+    )
+    assert lines == [["GetCapabilities", 30], ["GetMap", 24]]
+    assert browser.evaluate(f"{CHART}.querySelectorAll('line.failed').length") == 0
+    assert browser.evaluate(f"{CHART}.getBoundingClientRect().width") > 300  # drawn in the page
+    browser.screenshot(tmp_path / "geohub-quality.png")
+    logged = [e["params"]["entry"]["text"] for e in browser.events if e["method"] == "Log.entryAdded"]
+    assert not [t for t in logged if "Content Security Policy" in t], logged
+
+
+def shown_urls(browser: Chromium) -> list[str]:
+    return browser.evaluate(f"{HITS}.map(li => li.querySelector('.url').textContent)")
+
+
+def open_detail_of(browser: Chromium, url: str) -> None:
+    """Open the detail of the result at ``url`` (the harbour services share their title)."""
+    hit = f"{HITS}.find(li => li.querySelector('.url').textContent === {json.dumps(url)})"
+    browser.wait_for(f"!!{hit}")
+    browser.evaluate(f"{hit}.querySelector('.title').click()")
+    browser.wait_for(
+        f"!document.getElementById('detail').hidden && {CHART}.querySelectorAll('g.series').length"
+    )

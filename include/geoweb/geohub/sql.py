@@ -10,8 +10,7 @@ bury one whose title matches. Where ranks are equal, reliability breaks the tie 
 least RELIABLE_CHECKS checks of 30 days, 99 % of them or more, then one not known to, then one that answered
 fewer than 99 %), then conformance: a conformant service (or a resource nothing judges: an OGC API, a file)
 comes before a readable one, a readable one before one only identified (``geoweb.models.Conformance``); then
-the newest first. The quality figures are those `search_rows` keeps as of each resource's last check
-(migration 0023): a text search joins them to its matches. A box meets a resource when it meets the
+the newest first. The quality figures are those each resource keeps as of its last check (migration 0023). A box meets a resource when it meets the
 resource's box, through its GIST index: the detectors make a resource's box the union of its datasets' boxes
 (a KML file's, its whole document's), so a resource is found wherever one of its datasets is.
 """
@@ -51,22 +50,20 @@ _CONFORMANCE_ORDER = (
 RELIABLE_CHECKS = 3
 RELIABLE_PERCENT = 99
 _RELIABILITY = (
-    "CASE WHEN {q}.availability_30d_percent < %(reliable_percent)s THEN 2"
-    " WHEN {q}.checks_30d >= %(reliable_checks)s THEN 0 ELSE 1 END"
+    "CASE WHEN r.availability_30d_percent < %(reliable_percent)s THEN 2"
+    " WHEN r.checks_30d >= %(reliable_checks)s THEN 0 ELSE 1 END"
 )
 MET, NOT_MET, NOT_ENOUGH = INSPIRE_VERDICTS
 # A WMS not checked since migration 0023 has no verdict kept: it has not enough checks.
-_VERDICT = f"CASE WHEN r.type = 'WMS' THEN coalesce({{q}}.{{column}}, '{NOT_ENOUGH}') END"
+_VERDICT = f"CASE WHEN r.type = 'WMS' THEN coalesce(r.{{column}}, '{NOT_ENOUGH}') END"
 # Both INSPIRE view-service criteria together: met when both are, not met when either is not.
 _INSPIRE = (
     f"CASE WHEN r.type <> 'WMS' THEN NULL"
-    f" WHEN {{q}}.inspire_availability = '{MET}' AND {{q}}.inspire_getmap = '{MET}' THEN '{MET}'"
-    f" WHEN '{NOT_MET}' IN ({{q}}.inspire_availability, {{q}}.inspire_getmap) THEN '{NOT_MET}'"
+    f" WHEN r.inspire_availability = '{MET}' AND r.inspire_getmap = '{MET}' THEN '{MET}'"
+    f" WHEN '{NOT_MET}' IN (r.inspire_availability, r.inspire_getmap) THEN '{NOT_MET}'"
     f" ELSE '{NOT_ENOUGH}' END"
 )
 _INSPIRE_ORDER = f"CASE inspire WHEN '{MET}' THEN 0 WHEN '{NOT_MET}' THEN 1 ELSE 2 END"
-# A text search reads `resources`: the figures come from the resource's narrow row.
-_QUALITY_JOIN = " LEFT JOIN search_rows q ON q.id = r.id"
 
 # Facets are counted exactly up to this many matches, above it on a sample of about as many (chosen by a
 # hash of the resource id, so that a search counts the same sample each time) and scaled to the total, which
@@ -92,9 +89,7 @@ _SEARCH = f"""
 WITH candidates AS {{materialized}} (
     SELECT r.id, {{rank}} AS rank, r.type, r.provider, r.last_status, r.about, {{level}} AS level,
            r.conformance, r.bbox IS NULL AS no_footprint, {{in_box}} AS in_box, {{at_level}} AS at_level,
-           {{reliability}} AS reliability, {{inspire}} AS inspire, coalesce({{q}}.checks_30d, 0) AS checks_30d,
-           {{q}}.availability_30d_percent, {{q}}.response_median, {{inspire_availability}} AS inspire_availability,
-           {{inspire_getmap}} AS inspire_getmap
+           {_RELIABILITY} AS reliability, {_INSPIRE} AS inspire
     FROM {{source}}
     WHERE {{where}}
 ), matches AS NOT MATERIALIZED (
@@ -107,7 +102,7 @@ WITH candidates AS {{materialized}} (
 ), scale AS (
     SELECT (SELECT n FROM total)::float8 / greatest(count(*), 1) AS f FROM counted
 ), page AS (
-    SELECT * FROM matches ORDER BY {{order}} LIMIT %(limit)s OFFSET %(offset)s
+    SELECT id, rank, reliability, inspire FROM matches ORDER BY {{order}} LIMIT %(limit)s OFFSET %(offset)s
 )
 SELECT
     (SELECT n FROM total),
@@ -136,10 +131,11 @@ SELECT
                GROUP BY c ORDER BY count(*) DESC, c LIMIT {TOP_CONCEPTS}),
          r.conformance,
          r.defects,
-         json_build_object('checks_30d', page.checks_30d, 'availability_30d_percent', page.availability_30d_percent,
-                           'response_median_seconds', round(page.response_median::numeric, 3),
-                           'inspire_availability', page.inspire_availability,
-                           'inspire_getmap', page.inspire_getmap, 'inspire', page.inspire)
+         json_build_object('checks_30d', coalesce(r.checks_30d, 0),
+                           'availability_30d_percent', r.availability_30d_percent,
+                           'response_median_seconds', round(r.response_median::numeric, 3),
+                           'inspire_availability', {_VERDICT.format(column="inspire_availability")},
+                           'inspire_getmap', {_VERDICT.format(column="inspire_getmap")}, 'inspire', page.inspire)
      ) ORDER BY {{outer}})
      FROM page JOIN resources r ON r.id = page.id)
 """
@@ -167,9 +163,8 @@ def text_query(query: SearchQuery) -> str:
     return TYPED_WORDS if query.is_typing else WORDS
 
 
-def _filters(query: SearchQuery, q: str) -> tuple[list[str], dict]:
-    """The conditions of every filter but the box and the level, and their parameters; ``q`` names the
-    table of the quality figures (``_quality_table``)."""
+def _filters(query: SearchQuery) -> tuple[list[str], dict]:
+    """The conditions of every filter but the box and the level, and their parameters."""
     params: dict = {}
     where = ["TRUE"]
     if query.text:
@@ -191,10 +186,10 @@ def _filters(query: SearchQuery, q: str) -> tuple[list[str], dict]:
         where.append("r.conformance = ANY(%(conformance)s)")
     if query.min_availability is not None:
         params["min_availability"] = query.min_availability
-        where.append(f"{q}.availability_30d_percent >= %(min_availability)s")
+        where.append("r.availability_30d_percent >= %(min_availability)s")
     if query.inspire:
         params["inspire"] = list(query.inspire)
-        where.append(f"({_INSPIRE.format(q=q)}) = ANY(%(inspire)s)")
+        where.append(f"({_INSPIRE}) = ANY(%(inspire)s)")
     if query.no_footprint:
         where.append("r.bbox IS NULL")
     if query.answering:
@@ -242,9 +237,7 @@ def search_statement(query: SearchQuery, exact_facets: int = EXACT_FACETS) -> tu
     above ``exact_facets`` matches (the level facet of a search at one level counts every level, exactly);
     and the page of results as a JSON array of rows, one row more than the page (so the caller knows whether
     another page follows)."""
-    table = "resources" if query.text else "search_rows"
-    q = _quality_table(table)
-    where, params = _filters(query, q)
+    where, params = _filters(query)
     in_box, box_params = _in_box(query)
     at_level, level_params = _at_level(query)
     params.update(
@@ -252,7 +245,7 @@ def search_statement(query: SearchQuery, exact_facets: int = EXACT_FACETS) -> tu
         reliable_checks=RELIABLE_CHECKS, reliable_percent=RELIABLE_PERCENT,
     )  # fmt: skip
     where_sql = "\n      AND ".join(where)
-    source = _source(query, table)
+    source = _source(query, "resources" if query.text else "search_rows")
     rank, order, outer, materialized = "NULL::real", "id DESC", "r.id DESC", "NOT MATERIALIZED"
     if query.text:
         rank = f"ts_rank(r.search, {text_query(query)})"
@@ -283,11 +276,6 @@ def search_statement(query: SearchQuery, exact_facets: int = EXACT_FACETS) -> tu
         outer=outer,
         unboxed=unboxed,
         count=_COUNT,
-        q=q,
-        reliability=_RELIABILITY.format(q=q),
-        inspire=_INSPIRE.format(q=q),
-        inspire_availability=_VERDICT.format(q=q, column="inspire_availability"),
-        inspire_getmap=_VERDICT.format(q=q, column="inspire_getmap"),
     )
     return sql, params
 
@@ -296,8 +284,7 @@ def chosen_statement(query: SearchQuery, limit: int) -> tuple[str, dict]:
     """The statement and parameters of the first ``limit`` matches (ranked, or newest first without text) as
     an export takes them (``geoweb.store.resources.Chosen``): rows of (resource_id, level, source_page,
     discovered_at): in the run searched, else the resource's first sighting."""
-    q = _quality_table("resources")
-    where, params = _filters(query, q)
+    where, params = _filters(query)
     in_box, box_params = _in_box(query)
     at_level, level_params = _at_level(query)
     where += [in_box, at_level]
@@ -308,7 +295,7 @@ def chosen_statement(query: SearchQuery, limit: int) -> tuple[str, dict]:
     order = "r.id DESC"
     if query.text:
         rank = f"ts_rank(r.search, {text_query(query)})"
-        order = _ranked_order(rank, _RELIABILITY.format(q=q), "r.conformance", "r.id")
+        order = _ranked_order(rank, _RELIABILITY, "r.conformance", "r.id")
     where_sql = "\n      AND ".join(where)
     level, source_page, seen = _sighting(query)
     sql = (
@@ -325,16 +312,10 @@ def _ranked_order(rank: str, reliability: str, conformance: str, resource_id: st
     return f"{rank} DESC, {reliability}, {conformance_order}, {resource_id} DESC"
 
 
-def _quality_table(table: str) -> str:
-    """The alias of the table holding the quality figures: the narrow row itself, or joined to `resources`."""
-    return "q" if table == "resources" else "r"
-
-
 def _source(query: SearchQuery, table: str) -> str:
-    """The table a search reads as ``r`` (with `resources`, the quality figures of its narrow row as ``q``),
-    joined to the run's sightings as ``rr`` when it searches a run (``_filters`` reads them then)."""
-    quality = _QUALITY_JOIN if table == "resources" else ""
-    return f"{table} r{quality}" + (_FOUND_BY if query.run is not None else "")
+    """The table a search reads as ``r``, joined to the run's sightings as ``rr`` when it searches a run
+    (``_filters`` reads them then)."""
+    return f"{table} r" + (_FOUND_BY if query.run is not None else "")
 
 
 def _sighting(query: SearchQuery) -> tuple[str, str, str]:

@@ -100,16 +100,18 @@
   let staleResults = false; // the map moved while a detail was open: search again on going back
   let searchNumber = 0; // answers to older searches are dropped
   const conceptLabels = new Map(); // concept id -> label, from api/concepts
-  const FILTERS = ["run", "level", "concept", "provider"]; // the menus among the filters
+  const FILTERS = ["run", "level", "concept", "provider", "min_availability"]; // the menus among the filters
+  const CHECK_BOXES = [["types", "type"], ["conformance", "conformance"], ["inspire", "inspire"]]; // id, parameter
 
   // The filters as the API and the page's address both name them: q, type (repeated), run, level, concept,
-  // provider, answering=true, footprint=none, conformance (repeated).
+  // provider, min_availability, answering=true, footprint=none, conformance and inspire (repeated).
   function filterParams() {
     const params = new URLSearchParams();
     const text = $("q").value.trim();
     if (text) params.set("q", text);
-    for (const box of document.querySelectorAll("#types input:checked")) params.append("type", box.value);
-    for (const box of document.querySelectorAll("#conformance input:checked")) params.append("conformance", box.value);
+    for (const [id, name] of CHECK_BOXES) {
+      for (const box of document.querySelectorAll(`#${id} input:checked`)) params.append(name, box.value);
+    }
     for (const id of FILTERS) if ($(id).value) params.set(id, $(id).value);
     if ($("answering").checked) params.set("answering", "true");
     if (withoutFootprint) params.set("footprint", "none");
@@ -197,7 +199,7 @@
   // sample when there are many matches (the API says so): "about" each.
   function showFacets(facets, estimated) {
     const count = (n) => (estimated && n ? `about ${n}` : `${n}`);
-    for (const [id, facet] of [["types", facets.type], ["conformance", facets.conformance]]) {
+    for (const [id, facet] of [["types", facets.type], ["conformance", facets.conformance], ["inspire", facets.inspire]]) {
       const counts = new Map(facet.map((f) => [f.value, f.resources]));
       for (const label of document.querySelectorAll(`#${id} label`)) {
         const box = label.querySelector("input");
@@ -237,6 +239,13 @@
   const FILE_TYPES = new Set(["KML", "SHAPEFILE", "GEOJSON", "GEOTIFF"]);
   const OGC_TYPES = new Set(["WMS", "WFS", "WCS", "WMTS", "WPS", "SOS", "CSW"]);
 
+  // The INSPIRE view-service verdicts of a WMS on both criteria (availability and GetMap performance).
+  const INSPIRE_VERDICTS = {
+    met: "both INSPIRE view-service criteria met: availability and GetMap performance",
+    "not met": "an INSPIRE view-service criterion not met",
+    "not enough checks": "too few checks in 30 days to judge (24 needed)",
+  };
+
   const STATUS_TITLES = {
     failed: "its last check failed",
     dead: "it failed its checks many times in a row: kept, and checked again now and then",
@@ -255,6 +264,42 @@
     const defects = resource.defects.length ? `: ${resource.defects.join("; ")}` : "";
     return el("span", { class: `conformance ${resource.conformance}`,
       title: `${CONFORMANCE_TITLES[resource.conformance] || ""}${defects}` }, resource.conformance);
+  }
+
+  // How a resource answered its checks of the last 30 days, as of its last check: a badge on every result,
+  // green from 99 % (INSPIRE's availability share), amber from 90 %, red below; the rules in its tooltip.
+  const INSPIRE_RULES = {
+    availability: "INSPIRE view service availability (at least 99 % of the checks of 30 days, judged on 24 or more)",
+    getmap: "INSPIRE view service performance (GetMap first byte within 5 s in 90 % of GetMap checks, judged on 24 or more)",
+  };
+
+  function percentText(percent) {
+    return `${Number(Number(percent).toFixed(1))} %`;
+  }
+
+  function secondsText(seconds) {
+    return seconds < 0.1 ? "< 0.1 s" : `${seconds < 10 ? seconds.toFixed(1) : Math.round(seconds)} s`;
+  }
+
+  function availabilityClass(percent) {
+    if (percent >= 99) return "good";
+    return percent >= 90 ? "fair" : "poor";
+  }
+
+  function qualityBadge(quality) {
+    if (!quality.checks_30d) {
+      return el("span", { class: "quality none", title: "not checked by the revisits in the last 30 days" }, "no checks");
+    }
+    const percent = quality.availability_30d_percent;
+    const time = quality.response_median_seconds;
+    const lines = [`${percentText(percent)} of ${quality.checks_30d} checks over 30 days succeeded` +
+      (time === null ? "" : `; median response ${time} s`)];
+    if (quality.inspire) {
+      lines.push(`${INSPIRE_RULES.availability}: ${quality.inspire_availability}`,
+        `${INSPIRE_RULES.getmap}: ${quality.inspire_getmap}`);
+    }
+    return el("span", { class: `quality ${availabilityClass(percent)}`, title: lines.join("\n") },
+      time === null ? percentText(percent) : `${percentText(percent)} · ${secondsText(time)}`);
   }
 
   function documentLabel(type) {
@@ -287,7 +332,7 @@
       { "data-id": String(hit.id) },
       el("div", null, el("span", { class: "type" }, hit.type), title,
         hit.status === "ok" ? null : el("span", { class: `status ${hit.status}`, title: STATUS_TITLES[hit.status] },
-          hit.status), conformanceBadge(hit)),
+          hit.status), conformanceBadge(hit), qualityBadge(hit.quality)),
       el("div", { class: "url" }, link(hit.url)),
       el(
         "div",
@@ -323,8 +368,10 @@
   async function openDetail(id) {
     setStatus("Loading…");
     let resource;
+    let checks;
     try {
-      resource = await api(`api/resources/${encodeURIComponent(id)}`);
+      const path = `api/resources/${encodeURIComponent(id)}`;
+      [resource, checks] = await Promise.all([api(path), api(`${path}/checks`)]);
     } catch (error) {
       setStatus(error.message, true);
       return;
@@ -346,6 +393,7 @@
       ["Defects", resource.defects.length ? el("ul", { class: "defects" },
         ...resource.defects.map((defect) => el("li", null, defect))) : null],
       ["OWSLib", resource.owslib_error],
+      ...qualityFields(resource.quality),
       ["Runs", resource.runs.map((r) => `${r.run_id} (level ${r.level})`).join(", ")],
       ["First seen", resource.first_seen],
       ["Last seen", resource.last_seen],
@@ -368,6 +416,7 @@
         el("td", null, boxText(d.footprint))));
     $("datasets").tBodies[0].replaceChildren(...rows);
     showServiceTools(resource);
+    drawChecks(checks);
     datasets.clearLayers();
     for (const d of resource.datasets) if (d.footprint) datasets.addData(d.footprint);
     if (!resource.datasets.some((d) => d.footprint) && resource.bbox) datasets.addData(resource.bbox);
@@ -375,6 +424,72 @@
     setStatus("");
     const bounds = datasets.getBounds();
     if (bounds.isValid()) map.fitBounds(bounds, { padding: [24, 24], maxZoom: 12 });
+  }
+
+  // --- quality: the figures and the checks over time -----------------------------------------------------
+
+  function qualityFields(quality) {
+    const availability = (checks, percent, days) =>
+      checks ? `${percentText(percent)} of ${checks} checks over ${days} days succeeded` : `no checks in ${days} days`;
+    const times = Object.entries(quality.operations_30d).map(([operation, o]) => o.total_median === null ?
+      `${operation}: no answer` : `${operation}: median ${o.total_median} s, 95th percentile ${o.total_p95} s ` +
+      `(first byte ${o.first_byte_median} s) over ${o.successes} answers`);
+    const verdict = (value, rule) => value && el("span", null, el("strong", { class: "verdict" }, value), ` · ${rule}`);
+    return [
+      ["Availability", `${availability(quality.checks_30d, quality.availability_30d_percent, 30)}; ` +
+        availability(quality.checks_7d, quality.availability_7d_percent, 7)],
+      ["Response times", times.length ? el("ul", { class: "times" }, ...times.map((t) => el("li", null, t))) : null],
+      ["Last success", quality.last_success_at],
+      ["INSPIRE availability", verdict(quality.inspire_availability, quality.inspire_availability_rule)],
+      ["INSPIRE performance", verdict(quality.inspire_getmap, quality.inspire_getmap_rule)],
+    ];
+  }
+
+  const SVG = "http://www.w3.org/2000/svg";
+  const CHART = { width: 560, height: 150, left: 44, right: 8, top: 10, bottom: 22 };
+
+  function svg(tag, attrs, ...children) {
+    const node = document.createElementNS(SVG, tag);
+    for (const [name, value] of Object.entries(attrs)) node.setAttribute(name, value);
+    node.append(...children);
+    return node;
+  }
+
+  // The total time of each check over the last 30 days, one line per operation; a failed check is a red
+  // mark on the time axis (it has no time). Drawn as SVG elements, never as markup.
+  function drawChecks(checks) {
+    $("checks-heading").textContent = checks.length ? `Checks in the last 30 days (${checks.length})` :
+      "No checks in the last 30 days";
+    $("checks-chart").hidden = !checks.length;
+    if (!checks.length) return;
+    const times = checks.map((c) => Date.parse(c.checked_at));
+    const [start, end] = [Math.min(...times), Math.max(...times)];
+    const slowest = Math.max(0.1, ...checks.map((c) => c.total_seconds || 0));
+    const { width, height, left, right, top, bottom } = CHART;
+    const x = (t) => left + (end === start ? 0.5 : (t - start) / (end - start)) * (width - left - right);
+    const y = (s) => height - bottom - (s / slowest) * (height - top - bottom);
+    const operations = [...new Set(checks.map((c) => c.operation))];
+    const lines = operations.map((operation, i) => {
+      const points = checks.map((c, k) => [c, times[k]]).filter(([c]) => c.operation === operation && c.total_seconds !== null);
+      return svg("g", { class: `series series-${i}`, "data-operation": operation },
+        svg("polyline", { points: points.map(([c, t]) => `${x(t).toFixed(1)},${y(c.total_seconds).toFixed(1)}`).join(" ") }),
+        ...points.map(([c, t]) => svg("circle", { cx: x(t).toFixed(1), cy: y(c.total_seconds).toFixed(1), r: 2 },
+          svg("title", {}, `${c.checked_at} ${operation}: ${c.total_seconds} s`))));
+    });
+    const failures = checks.map((c, k) => [c, times[k]]).filter(([c]) => c.outcome === "failed").map(([c, t]) =>
+      svg("line", { class: "failed", x1: x(t), x2: x(t), y1: height - bottom, y2: height - bottom - 8 },
+        svg("title", {}, `${c.checked_at} ${c.operation}: failed`)));
+    const day = (t) => new Date(t).toISOString().slice(0, 10);
+    $("checks-chart").replaceChildren(
+      svg("line", { class: "axis", x1: left, x2: width - right, y1: height - bottom, y2: height - bottom }),
+      svg("line", { class: "axis", x1: left, x2: left, y1: top, y2: height - bottom }),
+      svg("text", { x: left - 4, y: top + 8, "text-anchor": "end" }, secondsText(slowest)),
+      svg("text", { x: left - 4, y: height - bottom, "text-anchor": "end" }, "0 s"),
+      svg("text", { x: left, y: height - 6 }, day(start)),
+      svg("text", { x: width - right, y: height - 6, "text-anchor": "end" }, day(end)),
+      ...lines, ...failures);
+    $("checks-legend").replaceChildren(...operations.map((operation, i) =>
+      el("span", { class: `legend series-${i}` }, operation)), el("span", { class: "legend failed" }, "failed"));
   }
 
   // --- what a file holds ----------------------------------------------------------------------------------
@@ -529,11 +644,13 @@
         return el("label", null, box, ` ${t.type} (${t.resources})`);
       }),
     );
-    $("conformance").append(...Object.entries(CONFORMANCE_TITLES).map(([level, title]) => {
-      const box = el("input", { type: "checkbox", value: level });
+    const checkBox = (value, title) => {
+      const box = el("input", { type: "checkbox", value });
       box.addEventListener("change", () => search(true));
-      return el("label", { title }, box, ` ${level}`);
-    }));
+      return el("label", { title }, box, ` ${value}`);
+    };
+    $("conformance").append(...Object.entries(CONFORMANCE_TITLES).map(([level, title]) => checkBox(level, title)));
+    $("inspire").append(...Object.entries(INSPIRE_VERDICTS).map(([verdict, title]) => checkBox(verdict, title)));
     for (const run of runs) $("run").append(el("option", { value: run.run_id }, `${run.run_id} (${run.resources})`));
     for (const c of concepts) {
       conceptLabels.set(c.id, c.label);
@@ -586,12 +703,12 @@
   });
 
   // A link into GeoHub (a run's report, a shared search) names its filters in the address:
-  // q, type (repeated), run, level, concept, provider, answering=true, in_view=false, footprint=none,
-  // conformance (repeated), offset.
+  // q, type (repeated), run, level, concept, provider, min_availability, answering=true, in_view=false,
+  // footprint=none, conformance and inspire (repeated), offset.
   function applyAddress() {
     const address = new URLSearchParams(location.search);
     if (address.has("q")) $("q").value = address.get("q");
-    for (const [id, name] of [["types", "type"], ["conformance", "conformance"]]) {
+    for (const [id, name] of CHECK_BOXES) {
       const chosen = new Set(address.getAll(name));
       for (const box of document.querySelectorAll(`#${id} input`)) box.checked = chosen.has(box.value);
     }
@@ -602,6 +719,10 @@
     const provider = address.get("provider");
     if (provider && ![...$("provider").options].some((o) => o.value === provider)) {
       $("provider").append(el("option", { value: provider }, provider));
+    }
+    const availability = address.get("min_availability");
+    if (availability && ![...$("min_availability").options].some((o) => o.value === availability)) {
+      $("min_availability").append(el("option", { value: availability }, `at least ${availability} %`));
     }
     for (const id of FILTERS) $(id).value = address.get(id) || "";
     $("answering").checked = address.get("answering") === "true";
