@@ -138,12 +138,19 @@ def test_an_airflow_run_checks_what_is_due_and_obeys_the_policy_variable(postgis
             cur.execute(
                 "SELECT r.url, c.outcome, c.run_id, s.next_check_at > now() + interval '29 days' "
                 "FROM resources r JOIN resource_schedule s ON s.resource_id = r.id "
-                "LEFT JOIN resource_checks c ON c.resource_id = r.id ORDER BY r.url"
+                "LEFT JOIN resource_checks c ON c.resource_id = r.id AND c.operation = 'GetCapabilities' "
+                "ORDER BY r.url"
             )
             rows = cur.fetchall()
+            cur.execute(
+                "SELECT operation, outcome, error_reason FROM resource_checks WHERE operation = 'GetMap'"
+            )
+            maps = cur.fetchall()
     by_url = {url: row for url, *row in rows}
     assert len(rows) == 2
     outcome, run_id, postponed = by_url[server.url("/wms")]
     assert (outcome, run_id.startswith("manual__"), postponed) == ("unchanged", True, False)
     assert by_url[server.url("/tiles/wms")] == [None, None, True]  # skipped: no check, postponed
+    # operation checks run by default; this server answers its capabilities to a GetMap too
+    assert maps == [("GetMap", "failed", "not_image")]
     assert "skipped      1" in ran.stdout and "checked      1" in ran.stdout

@@ -179,13 +179,13 @@ def crawled(store: Store, url: str) -> None:
 
 
 def revisited(store: Store, settings: Settings, url: str) -> dict:
-    """One revisit, with operation checks, of the resource at ``url`` once it is due: its JSON line."""
+    """One revisit of the resource at ``url`` once it is due, its operation check included: its JSON line."""
     time.sleep(10 * MS)
     due = [
         d.id for d in store.revisits.due(["WMS"], 100_000, settings.revisit_initial_interval) if d.url == url
     ]
     lines: list[dict] = []
-    check_resources(store, "operations", due, settings, lines.append, operations=True)
+    check_resources(store, "operations", due, settings, lines.append)
     [line] = lines
     return line
 

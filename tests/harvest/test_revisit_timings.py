@@ -46,10 +46,12 @@ def revisit(store: Store, settings: Settings, url: str) -> dict:
 
 
 def measured(store: Store, url: str) -> list[tuple]:
+    """The capabilities checks of the resource at ``url``; its operation checks are rows of their own."""
     with store.transaction() as cur:
         cur.execute(
             "SELECT c.outcome, c.operation, c.http_status, c.first_byte_seconds, c.total_seconds, c.bytes "
-            "FROM resource_checks c JOIN resources r ON r.id = c.resource_id WHERE r.url = %s ORDER BY c.id",
+            "FROM resource_checks c JOIN resources r ON r.id = c.resource_id "
+            "WHERE r.url = %s AND c.operation = 'GetCapabilities' ORDER BY c.id",
             (url,),
         )
         return cur.fetchall()
@@ -87,7 +89,8 @@ def measured_and_kept(store: Store) -> None:
         cur.execute("SELECT id FROM resources WHERE url = %s", (url,))
         [(resource_id,)] = cur.fetchall()
     [quality] = store.revisits.quality([resource_id])
-    assert (quality["checks_7d"], float(quality["availability_7d_percent"])) == (4, 50.0)
+    capabilities = quality["operations_30d"]["GetCapabilities"]
+    assert (capabilities["checks"], capabilities["successes"]) == (4, 2)
     assert quality["last_success_at"] is not None
     assert quality["inspire_availability"] == quality["inspire_getmap"] == "not enough checks"
     with store.transaction() as cur:  # dead is a state: the resource and its layers are kept

@@ -105,11 +105,11 @@ def check_resources(
     settings: Settings,
     on_result: ResultSink | None = None,
     *,
-    operations: bool = False,
+    operations: bool = True,
 ) -> dict[str, Any]:
     """Check those of ``ids`` still due and save each check; returns the counts (``COUNTS``) and seconds.
-    A URL policy that skips a resource's URL postpones it by the maximum interval, unchecked. With
-    ``operations``, each good check is followed by an operation check, saved beside it."""
+    A URL policy that skips a resource's URL postpones it by the maximum interval, unchecked. Each good
+    check is followed by an operation check, saved beside it, unless ``operations`` is False."""
     started = time.monotonic()
     policies = URLPolicies.from_setting(settings.url_policies)
     schedule = schedule_of(settings)
