@@ -62,7 +62,9 @@ def test_a_host_set_aside_at_one_level_is_deferred_at_the_next(postgis_dsn):
                 for level in range(3):
                     for shard in plan_level(store, run_id, level, params):
                         crawl_shard(store, run_id, level, shard, params)
-                        if level == 1:
+                        if (
+                            level <= 1
+                        ):  # a shard runs on to its hosts' next level: level 1 may be level 0's task
                             asked_at_level_1 = len([p for p in tarpit.paths() if p.startswith("/status/")])
                 summary = finish_run(store, run_id)
         asked = [p for p in tarpit.paths() if p.startswith("/status/")]

@@ -13,7 +13,7 @@ import asyncio
 import logging
 import time
 from collections import Counter, defaultdict, deque
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from datetime import UTC, datetime
 
 from geoweb.crawl.collector import survivors_frozen
@@ -46,9 +46,14 @@ HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 SNIFFED_TYPES = frozenset({"", "text/plain", "application/octet-stream", "binary/octet-stream"})
 WAIT_CLOCK_SECONDS = 0.25  # how often the time the level waits on its hosts is counted
 READ_TURN = 1_000  # links queued in one turn of the event loop; more wait for the next turn
+AHEAD_PAUSE = 0.5  # seconds between asks for deeper levels' links while fetches run
 
 
 PageSink = Callable[[Page], None]
+# The deeper levels' links a run may take on now, as (level, link), given the lowest level with pages under
+# way (None: none). A level's hop counts are exact once every page of the level two above it is done, so a
+# source gives links one level below the lowest level still under way or held, no deeper.
+Ahead = Callable[[int | None], Iterable[tuple[int, Link]]]
 
 
 def looks_like_html(response: Response) -> bool:
@@ -60,6 +65,41 @@ def looks_like_html(response: Response) -> bool:
         head = response.body[:512].lstrip().lower()
         return head.startswith((b"<!doctype html", b"<html")) or b"<body" in head
     return False
+
+
+class AheadLinks:
+    """The links a one-process crawl has found and not yet fetched, by level (``Ahead``): a link that finds a
+    URL held here at a lower level gives it that level, since the first link found may come by a longer
+    path."""
+
+    def __init__(self) -> None:
+        self.levels: defaultdict[int, dict[str, Link]] = defaultdict(dict)
+        self.level_of: dict[str, int] = {}
+
+    def add(self, level: int, links: Iterable[Link]) -> None:
+        for link in links:
+            self.levels[level][link.url] = link
+            self.level_of[link.url] = level
+
+    def shallower(self, url: str, level: int, source: str | None) -> None:
+        held = self.level_of.get(url)
+        if held is not None and held > level:
+            link = self.levels[held].pop(url)
+            self.add(level, [Link(url, source, link.score)])
+
+    def take(self, open_level: int | None) -> list[tuple[int, Link]]:
+        """The links one level below the lowest level under way or held, and above, by level and priority."""
+        held = [level for level, links in self.levels.items() if links]
+        if not held:
+            return []
+        deepest = min(held if open_level is None else [*held, open_level]) + 1
+        taken = []
+        for level in sorted(level for level in held if level <= deepest):
+            links = self.levels.pop(level)
+            for url in links:
+                del self.level_of[url]
+            taken.extend((level, link) for link in sorted(links.values(), key=by_priority))
+        return taken
 
 
 class Crawler:
@@ -90,17 +130,22 @@ class Crawler:
         self.fetch = fetch
         self.scorer = scorer or LinkScorer.default()
         self.pages = pages  # what earlier runs read of each URL: unchanged pages are carried over
+        # told of each link to a URL seen before, (url, level, source): a crawl running ahead lowers its level
+        self.relinked: Callable[[str, int, str | None], None] | None = None
         self.ctx = DetectContext(
             fetch=fetch, settings=settings, types=self.types, first_time=seen.add, stats=self.stats
         )
 
-    def admit(self, url: str) -> str | None:
-        """The normalised URL if it passes the filters, was never seen in this run and fits the host budget."""
+    def admit(self, url: str, level: int | None = None, source: str | None = None) -> str | None:
+        """The normalised URL if it passes the filters, was never seen in this run and fits the host budget.
+        A URL seen before, linked from ``source`` at ``level``, goes to ``relinked``."""
         url = self.filters(url)
         if url is None:
             return None
         if not self.seen.add(url):
             self.stats["dedup/filtered"] += 1
+            if self.relinked is not None and level is not None:
+                self.relinked(url, level, source)
             return None
         if self.budget(url) is None:
             self.stats[f"filter/{self.budget.name}"] += 1
@@ -108,37 +153,62 @@ class Crawler:
         return url
 
     async def crawl(self, seeds: Iterable[str], on_page: PageSink | None = None) -> CrawlReport:
+        """Crawl from ``seeds`` to ``max_level``. Without a link budget, levels are accounting, not barriers:
+        a page's links join the run as they are found, so no slow host holds the others' next levels. A
+        budget ranks a whole level's links, so with one each level waits for the one before."""
         report = CrawlReport(stats=self.stats)
         started = time.monotonic()
         frontier = [Link(url, None) for url in filter(None, map(self.admit, seeds))]
         # what the recall curve needs: every URL with its level, source and score, and where each resource was
         links = [RecordedLink(url, 0, None, score) for url, _, score in frontier]
         found_on: list[str] = []
+        run_ahead = self.settings.link_budget >= 1
+        next_level: list[Link] = []
+        ahead = AheadLinks()
 
         def remember(page: Page) -> None:
             links.extend(
                 RecordedLink(url, page.level + 1, source, score) for url, source, score in page.links
             )
             found_on.extend(page.url for _ in page.resources)
-            next_level.extend(page.links)
+            if run_ahead:
+                ahead.add(page.level + 1, self.above_min_score(page.links, page.level))
+            else:
+                next_level.extend(page.links)
             for resource in page.resources:
                 report.resources_by_type[resource.type] += 1
             if on_page:
                 on_page(page)
 
+        if run_ahead:
+            self.relinked = ahead.shallower
         # A level's sort, its budget and the recall curve take a whole level's links at once, tenths of a
         # second on a big level: in a thread, so that the event loop keeps its turns (the thread yields the
         # GIL to it).
         for level in range(self.settings.max_level + 1):
             if not frontier:
                 break
-            next_level: list[Link] = []
+            next_level.clear()
             ordered = await asyncio.to_thread(sorted, frontier, key=by_priority)
-            report.levels.append(await self.run_level(ordered, level, remember))
+            if run_ahead:
+                report.levels = await self.run_levels(ordered, level, remember, ahead.take)
+                break
+            report.levels.extend(await self.run_levels(ordered, level, remember))
             frontier = await asyncio.to_thread(self.within_budget, next_level, level + 1)
         report.seconds = time.monotonic() - started
         report.recall = await asyncio.to_thread(recall_curve, links, found_on)
         return report
+
+    def above_min_score(self, links: list[Link], level: int) -> list[Link]:
+        """The links of a page at ``level`` scoring at least ``link_min_score``; the rest are counted."""
+        floor = self.settings.link_min_score
+        kept = [link for link in links if link.score >= floor]
+        if len(kept) < len(links):
+            self.stats["budget/dropped"] += len(links) - len(kept)
+            log.debug(
+                "level %d: %d links under the minimum score %s", level + 1, len(links) - len(kept), floor
+            )
+        return kept
 
     def within_budget(self, links: list[Link], level: int) -> list[Link]:
         """The links of a level the budget follows (seeds are never cut); the rest are counted and logged."""
@@ -155,7 +225,14 @@ class Crawler:
 
         The links are read as the hosts' queues drain, at most about ``queued_links`` ahead, so a level's
         size does not set the crawl's memory: a shard of millions streams from the frontier."""
-        return await LevelRun(self, links, level, on_page).run()
+        return (await self.run_levels(links, level, on_page))[0]
+
+    async def run_levels(
+        self, links: Iterable[Link], level: int, on_page: PageSink, ahead: Ahead | None = None
+    ) -> list[LevelStats]:
+        """``run_level``, then the deeper levels' links ``ahead`` gives when asked, as hosts' queues run dry:
+        each level's figures, lowest first."""
+        return await LevelRun(self, links, level, on_page, ahead).run()
 
     async def process(
         self, url: str, source: str | None, level: int, follow: bool
@@ -214,7 +291,7 @@ class Crawler:
         """The next level's links of a page, from its (link, anchor text) pairs: admitted and scored."""
         links = []
         for link, anchor in extracted:
-            admitted = self.admit(link)
+            admitted = self.admit(link, level + 1, url)
             if admitted:
                 links.append(Link(admitted, url, self.scorer.score(admitted, anchor, level + 1)))
         return links
@@ -238,37 +315,43 @@ class Crawler:
 
 
 class LevelRun:
-    """One level under way (``Crawler.run_level``): its links read into per-host queues as they drain, a
-    worker per host slot, the hosts' budgets, and its counts. Every URL it does not fetch goes through
-    ``defer``, with its ``DeferReason``.
+    """A level under way (``Crawler.run_levels``), with the deeper levels' links ``ahead`` gives: links read
+    into per-host queues as they drain, a worker per host slot, the hosts' budgets, and each level's counts
+    and deadline (from its first link queued). Every URL it does not fetch goes through ``defer``, with its
+    ``DeferReason``.
 
-    A host's time budget counts the time the level waits on it. While some host's next URL waits for a fetch
+    A host's time budget counts the time the run waits on it. While some host's next URL waits for a fetch
     slot, the crawl sets the pace, not the hosts: a big healthy host among many is never set aside for its
-    size. Once no URL waits for a slot, the hosts with URLs left are what the level waits on.
+    size. Once no URL waits for a slot, the hosts with URLs left are what the run waits on.
     """
 
-    def __init__(self, crawler: Crawler, links: Iterable[Link], level: int, on_page: PageSink):
-        self.crawler, self.settings, self.level, self.on_page = crawler, crawler.settings, level, on_page
-        self.stats = LevelStats(level)
-        self.follow = level < self.settings.max_level
-        self.started = time.monotonic()
-        self.deadline = self.started + self.settings.level_deadline if self.settings.level_deadline else None
-        self.unread = iter(links)
+    def __init__(
+        self, crawler: Crawler, links: Iterable[Link], level: int, on_page: PageSink, ahead: Ahead | None
+    ):
+        self.crawler, self.settings, self.on_page, self.ahead = crawler, crawler.settings, on_page, ahead
+        self.levels: dict[int, LevelStats] = {}
+        self.level_started: dict[int, float] = {}
+        self.level_hosts: defaultdict[int, set[str]] = defaultdict(set)
+        self.open: Counter[int] = Counter()  # links read and not done, per level
+        self.unread: Iterator[tuple[int, Link]] = ((level, link) for link in links)
         self.more = True  # links left to read
+        self.batch_gave = False  # the links being read gave one at least: ``ahead`` may give more
         self.reading_on = False  # a turn of read() is waiting for the loop
-        self.queues: dict[str, deque[Link]] = defaultdict(deque)
+        self.ahead_asked = float("-inf")  # when ``ahead`` was last asked
+        self.asking_later = False  # a task asks ``ahead`` once the pause between asks is over
+        self.queues: dict[str, deque[tuple[int, Link]]] = defaultdict(deque)
         self.queued = 0
         # per-host workers keep hosts interleaved; the semaphore keeps fetches within the connection pool,
         # since time spent waiting for a connection counts against the fetcher's total timeout
         self.in_flight = asyncio.Semaphore(self.settings.concurrency)
         self.tasks: set[asyncio.Task] = set()
         self.failed_in_row: Counter[str] = Counter()
-        self.waited: Counter[str] = Counter()  # seconds the level waited on each host
+        self.waited: Counter[str] = Counter()  # seconds the run waited on each host
         self.working: Counter[str] = Counter()  # workers running per host
         self.waiting_for_slot = 0
         self.next_links = 0
 
-    async def run(self) -> LevelStats:
+    async def run(self) -> list[LevelStats]:
         ticking = asyncio.create_task(self.clock())
         self.read()
         try:
@@ -282,16 +365,18 @@ class LevelRun:
             ticking.cancel()
             for task in self.tasks:
                 task.cancel()
-        stats = self.stats
-        stats.deferred_hosts = sum(1 for host in self.queues if host in self.crawler.set_aside)
-        stats.seconds = time.monotonic() - self.started
-        log.info(
-            "level %d: %d URLs fetched, %d failed, %d deferred (%d hosts set aside), %d resources (ratio %.4f), "
-            "%d links for the next level, %.1fs",
-            self.level, stats.urls, stats.failures, stats.deferred, stats.deferred_hosts, stats.resources,
-            stats.discovery_ratio, self.next_links, stats.seconds,
-        )  # fmt: skip
-        return stats
+        for level, stats in sorted(self.levels.items()):
+            stats.deferred_hosts = sum(
+                1 for host in self.level_hosts[level] if host in self.crawler.set_aside
+            )
+            log.info(
+                "level %d: %d URLs fetched, %d failed, %d deferred (%d hosts set aside), %d resources (ratio "
+                "%.4f), %.1fs",
+                level, stats.urls, stats.failures, stats.deferred, stats.deferred_hosts, stats.resources,
+                stats.discovery_ratio, stats.seconds,
+            )  # fmt: skip
+        log.info("%d links found for the next levels", self.next_links)
+        return [stats for _, stats in sorted(self.levels.items())]
 
     async def clock(self) -> None:
         last = time.monotonic()
@@ -303,20 +388,40 @@ class LevelRun:
                     self.waited[host] += now - last
             last = now
 
+    def stats_of(self, level: int) -> LevelStats:
+        """The level's counts, its clock started at its first link."""
+        if level not in self.levels:
+            self.levels[level] = LevelStats(level)
+            self.level_started[level] = time.monotonic()
+        return self.levels[level]
+
+    def done(self, page: Page) -> None:
+        """A page is done: its level's time runs to here, and the page goes on."""
+        self.stats_of(page.level).seconds = time.monotonic() - self.level_started[page.level]
+        self.open[page.level] -= 1
+        self.on_page(page)
+
+    def deadline(self, level: int) -> float | None:
+        if not self.settings.level_deadline:
+            return None
+        self.stats_of(level)
+        return self.level_started[level] + self.settings.level_deadline
+
     def defer(self, page: Page, reason: DeferReason) -> None:
         """The one place a URL is not fetched: counted, and handed on as a deferred page (a later run
         takes it)."""
         page.deferred = reason
-        self.stats.deferred += 1
+        self.stats_of(page.level).deferred += 1
         self.crawler.stats[f"defer/{reason}"] += 1
-        self.on_page(page)
+        self.done(page)
 
-    def defer_link(self, link: Link) -> None:
+    def defer_link(self, level: int, link: Link) -> None:
         """A link of a host set aside."""
-        self.defer(Page(link.url, link.source, self.level), self.crawler.set_aside[origin(link.url)])
+        self.defer(Page(link.url, link.source, level), self.crawler.set_aside[origin(link.url)])
 
-    def over_budget(self, host: str, now: float) -> DeferReason | None:
-        if self.deadline is not None and now >= self.deadline:
+    def over_budget(self, host: str, level: int, now: float) -> DeferReason | None:
+        deadline = self.deadline(level)
+        if deadline is not None and now >= deadline:
             return DeferReason.LEVEL_DEADLINE
         if self.settings.host_time_budget and self.waited[host] >= self.settings.host_time_budget:
             return DeferReason.HOST_TIME_BUDGET
@@ -336,12 +441,16 @@ class LevelRun:
             self.reading_on = True
             self.tasks.add(asyncio.create_task(self.read_on()))
         grown = set()
-        for count, link in enumerate(self.unread, 1):
+        for count, (level, link) in enumerate(self.unread, 1):
+            self.batch_gave = True
+            self.open[level] += 1
             host = origin(link.url)
+            self.stats_of(level)
+            self.level_hosts[level].add(host)
             if host in self.crawler.set_aside:
-                self.defer_link(link)
+                self.defer_link(level, link)
             else:
-                self.queues[host].append(link)
+                self.queues[host].append((level, link))
                 self.queued += 1
                 grown.add(host)
             if count == wanted:
@@ -352,6 +461,8 @@ class LevelRun:
             while self.working[host] < min(self.settings.per_host_concurrency, len(self.queues[host])):
                 self.working[host] += 1
                 self.tasks.add(asyncio.create_task(self.worker(host, self.queues[host])))
+        if not self.more and self.batch_gave:  # what these links' pages find may be given now
+            self.take_ahead()
 
     async def read_on(self) -> None:
         await asyncio.sleep(0)
@@ -359,39 +470,65 @@ class LevelRun:
         if self.more:
             self.read()
 
-    async def worker(self, host: str, queue: deque[Link]) -> None:
+    def take_ahead(self) -> None:
+        """Read what ``ahead`` gives now. Asked at most once per AHEAD_PAUSE while other work runs; when
+        nothing else runs it is asked at once, and a run ends only when it then gives nothing."""
+        if self.more or self.ahead is None:
+            return
+        others = sum(1 for task in self.tasks if not task.done()) > 1  # the asking worker's own task
+        if others and time.monotonic() - self.ahead_asked < AHEAD_PAUSE:
+            if not self.asking_later:
+                self.asking_later = True
+                self.tasks.add(asyncio.create_task(self.take_ahead_later()))
+            return
+        self.ahead_asked = time.monotonic()
+        open_level = min((level for level, count in self.open.items() if count), default=None)
+        self.unread, self.more, self.batch_gave = iter(self.ahead(open_level)), True, False
+        self.read()
+
+    async def take_ahead_later(self) -> None:
+        await asyncio.sleep(max(0.0, self.ahead_asked + AHEAD_PAUSE - time.monotonic()))
+        self.asking_later = False
+        self.take_ahead()
+
+    async def worker(self, host: str, queue: deque[tuple[int, Link]]) -> None:
         try:
             await self.fetch_all(host, queue)
         finally:
             self.working[host] -= 1
             if not self.working[host]:
                 del self.working[host]
-        if self.more:  # this host's queue ran dry: its slot goes to the links not read yet
+        # this host's queue ran dry: its slot goes to the links not read yet, or the deeper levels'
+        if self.more:
             self.read()
+        else:
+            self.take_ahead()
 
-    async def fetch_all(self, host: str, queue: deque[Link]) -> None:
+    async def fetch_all(self, host: str, queue: deque[tuple[int, Link]]) -> None:
         set_aside = self.crawler.set_aside
         while queue:
-            if host not in set_aside and (reason := self.over_budget(host, time.monotonic())):
+            level = queue[0][0]
+            if host not in set_aside and (reason := self.over_budget(host, level, time.monotonic())):
                 set_aside[host] = reason
-                log.warning("level %d: %s set aside (%s); its %d URLs left are deferred", self.level, host,
-                            reason, len(queue))  # fmt: skip
+                log.warning("level %d: %s set aside (%s); its %d URLs left are deferred", level, host, reason,
+                            len(queue))  # fmt: skip
             if host in set_aside:
                 self.queued -= len(queue)
                 while queue:
-                    self.defer_link(queue.popleft())
+                    self.defer_link(*queue.popleft())
                 return
-            link = queue.popleft()
+            level, link = queue.popleft()
             self.queued -= 1
             if self.more and self.queued <= self.settings.queued_links // 2:
                 self.read()
-            await self.fetch_one(host, link)
+            await self.fetch_one(host, level, link)
 
-    async def fetch_one(self, host: str, link: Link) -> None:
-        """Fetch one link within the level's deadline and a fetch slot, and hand its page on."""
-        page = Page(link.url, link.source, self.level)
+    async def fetch_one(self, host: str, level: int, link: Link) -> None:
+        """Fetch one link within its level's deadline and a fetch slot, and hand its page on."""
+        page = Page(link.url, link.source, level)
+        stats = self.stats_of(level)
         # a fetch still running at the level's deadline ends there: the host is set aside
-        timer = asyncio.timeout_at(self.deadline)
+        timer = asyncio.timeout_at(self.deadline(level))
         self.waiting_for_slot += 1
         try:
             async with timer:
@@ -401,7 +538,7 @@ class LevelRun:
                     self.waiting_for_slot -= 1
                 try:
                     status, page.resources, page.links = await self.crawler.process(
-                        link.url, link.source, self.level, self.follow
+                        link.url, link.source, level, level < self.settings.max_level
                     )
                 finally:
                     self.in_flight.release()
@@ -416,15 +553,15 @@ class LevelRun:
         except OverMemoryBudget:
             return self.defer(page, DeferReason.MEMORY_BUDGET)  # the crawl's memory, not the host's fault
         except FetchError as exc:
-            self.stats.urls += 1
-            self.stats.failures += 1
+            stats.urls += 1
+            stats.failures += 1
             self.failed_in_row[host] += 1
             self.crawler.stats[f"fail/{exc.reason}"] += 1
             page.error = exc
         else:
             # a host answering 5xx or 429 (after the fetcher's retries) is failing too: a tarpit
             self.failed_in_row[host] = self.failed_in_row[host] + 1 if status == 429 or status >= 500 else 0
-            self.stats.urls += 1
-            self.stats.resources += len(page.resources)
+            stats.urls += 1
+            stats.resources += len(page.resources)
             self.next_links += len(page.links)
-        self.on_page(page)
+        self.done(page)

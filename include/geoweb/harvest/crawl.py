@@ -139,7 +139,10 @@ def plan_level(store: Store, run_id: str, level: int, params: HarvestParams) -> 
 
 
 def crawl_shard(store: Store, run_id: str, level: int, shard: int, params: HarvestParams) -> dict[str, Any]:
-    """Fetch and classify the pending URLs of one shard of a level, committing pages in batches.
+    """Fetch and classify the pending URLs of one shard of a level, committing pages in batches. Without a
+    link budget the shard runs on: the deeper levels' URLs of its hosts are fetched as its pages commit them
+    to the frontier (``ShardRun``), so a slow host elsewhere holds none of them; a budget ranks a whole
+    level, so with one the shard keeps to its level.
 
     Returns a small summary (counts only). A shard with nothing pending (its task retried after it finished)
     changes nothing, its saved statistics included."""
@@ -148,91 +151,119 @@ def crawl_shard(store: Store, run_id: str, level: int, shard: int, params: Harve
     if not pending:
         log.info("run %s: level %d shard %d has nothing pending", run_id, level, shard)
         return summary
-    started = time.monotonic()
     origins = list(pending)
     summary["hosts"] = origins
     log.info("run %s: level %d shard %d: %d URLs on %d hosts: %s", run_id, level, shard, summary["pending"],
              len(origins), ", ".join(origins))  # fmt: skip
-    # the shard owns its origins for the run, so their page budgets go on from the frontier's counts
-    budget_used = store.frontier.origin_counts(run_id, shard, origins)
-    # the search keyword of each page read and not yet committed, which its links inherit
-    keyword_of: dict[str, str | None] = {}
-    commit_seconds = 0.0
-    crawl = params.crawl_name()
-    states = PageStates()  # what the crawl's earlier runs kept of the URLs read and not yet committed
-
-    def read() -> Iterator[Link]:
-        pending = store.frontier.pending_urls(run_id, level, shard)
-        while batch := list(itertools.islice(pending, STATES_READ)):
-            if not params.full_recrawl:
-                states.pages.update(store.page_states.load(crawl, (url for url, *_ in batch)))
-            for url, source, keyword, score in batch:
-                if keyword is not None:
-                    keyword_of[url] = keyword
-                yield Link(url, source, score)
-
-    def commit(pages: list[Page]) -> None:
-        # commits block the event loop for a moment, every batch: simpler than a writer thread, and cheap
-        nonlocal commit_seconds
-        begun = time.monotonic()
-        store.frontier.commit_pages(run_id, pages, params.shards, keyword_of)
-        store.page_states.save(crawl, *states.settle(page.url for page in pages))
-        for page in pages:
-            keyword_of.pop(page.url, None)
-        commit_seconds += time.monotonic() - begun
-        for page in pages:
-            for resource in page.resources:
-                log.info("found %s %s (%d datasets) on %s", resource.type, resource.url,
-                         len(resource.datasets), page.url)  # fmt: skip
-
-    buffer = PageBuffer(commit)
-    # hosts an earlier level's shard set aside stay aside for the run
-    set_aside = store.frontier.set_aside(run_id)
-    level_stats, stats = asyncio.run(_crawl(read(), level, params, budget_used, set_aside, buffer, states))
-    level_stats.seconds = time.monotonic() - started
-    store.runs.save_level_stats(run_id, level, shard, level_stats)
+    run = ShardRun(store, run_id, level, shard, params)
+    levels, stats = asyncio.run(_crawl(run, store.frontier.origin_counts(run_id, shard, origins)))
+    for level_stats in levels:
+        store.runs.save_level_stats(run_id, level_stats.level, shard, level_stats)
     summary |= {
-        "urls": level_stats.urls,
-        "resources": level_stats.resources,
-        "failures": level_stats.failures,
-        "deferred": level_stats.deferred,
+        "levels": [s.level for s in levels],
+        "urls": sum(s.urls for s in levels),
+        "resources": sum(s.resources for s in levels),
+        "failures": sum(s.failures for s in levels),
+        "deferred": sum(s.deferred for s in levels),
         "robots_disallowed": stats["skip/robots_disallowed"],
         "requests": stats["fetch/requests"],
         "not_modified": stats["unchanged/not_modified"],
         "unchanged": stats["unchanged/same_bytes"],
-        "committed": buffer.committed,
-        "commit_seconds": round(commit_seconds, 2),
-        "seconds": round(level_stats.seconds, 1),
+        "committed": run.buffer.committed,
+        "commit_seconds": round(run.commit_seconds, 2),
+        "seconds": round(time.monotonic() - run.started, 1),
     }
     log.info("run %s: level %d shard %d done: %s", run_id, level, shard, summary)
     return summary
 
 
-async def _crawl(
-    links: Iterator[Link],
-    level: int,
-    params: HarvestParams,
-    budget_used: dict[str, int],
-    set_aside: dict[str, str],
-    on_page: PageBuffer,
-    states: PageStates,
-) -> tuple[LevelStats, Counter]:
-    """One level of the engine over the shard's URLs, carrying over what ``states`` shows unchanged; every
-    page goes to ``on_page``, flushed at the end."""
-    async with open_crawler(params.settings(), types=params.types, pages=states) as crawler:
+class ShardRun:
+    """A shard's crawl task over the store: its level's pending URLs, the deeper levels' it takes on
+    (``ahead``), the kept page states of the URLs it reads, and the commits of its pages."""
 
-        def seen(links: Iterator[Link]) -> Iterator[Link]:
+    def __init__(self, store: Store, run_id: str, level: int, shard: int, params: HarvestParams):
+        self.store, self.run_id, self.level, self.shard, self.params = store, run_id, level, shard, params
+        self.started = time.monotonic()
+        self.crawl = params.crawl_name()
+        self.states = (
+            PageStates()
+        )  # what the crawl's earlier runs kept of the URLs read and not yet committed
+        self.keyword_of: dict[str, str | None] = {}  # the search keyword of each page read, for its links
+        self.handed: set[str] = set()  # URLs given to the engine: a deeper URL is given once
+        self.commit_seconds = 0.0
+        self.buffer = PageBuffer(self.commit)
+        settings = params.settings()
+        self.runs_ahead = settings.link_budget >= 1
+        self.min_score = settings.link_min_score
+
+    def links(self) -> Iterator[Link]:
+        """The level's pending URLs, as the frontier sorted them."""
+        rows = self.store.frontier.pending_urls(self.run_id, self.level, self.shard)
+        return (link for _, link in self.read((self.level, *row) for row in rows))
+
+    def ahead(self, open_level: int | None) -> list[tuple[int, Link]]:
+        """The next level's pending URLs of the shard not given yet, once the pages done are committed: its
+        hop counts are exact, every page of the levels above the task's being done (``Ahead``); the
+        shard's own ``open_level`` does not matter, other shards' pages of the task's level may be under
+        way."""
+        self.buffer.flush()
+        deepest = min(self.level + 1, self.params.max_level)
+        rows = self.store.frontier.pending_deeper(
+            self.run_id, self.shard, self.level, deepest, self.min_score
+        )
+        return list(self.read(row for row in rows if row[1] not in self.handed))
+
+    def read(
+        self, rows: Iterable[tuple[int, str, str | None, str | None, float]]
+    ) -> Iterator[tuple[int, Link]]:
+        """(level, link) of frontier rows, the kept states of their URLs read STATES_READ at a time."""
+        rows = iter(rows)
+        while batch := list(itertools.islice(rows, STATES_READ)):
+            if not self.params.full_recrawl:
+                self.states.pages.update(self.store.page_states.load(self.crawl, (row[1] for row in batch)))
+            for level, url, source, keyword, score in batch:
+                if keyword is not None:
+                    self.keyword_of[url] = keyword
+                self.handed.add(url)
+                yield level, Link(url, source, score)
+
+    def commit(self, pages: list[Page]) -> None:
+        # commits block the event loop for a moment, every batch: simpler than a writer thread, and cheap
+        begun = time.monotonic()
+        self.store.frontier.commit_pages(self.run_id, pages, self.params.shards, self.keyword_of)
+        self.store.page_states.save(self.crawl, *self.states.settle(page.url for page in pages))
+        for page in pages:
+            self.keyword_of.pop(page.url, None)
+        self.commit_seconds += time.monotonic() - begun
+        for page in pages:
+            for resource in page.resources:
+                log.info("found %s %s (%d datasets) on %s", resource.type, resource.url,
+                         len(resource.datasets), page.url)  # fmt: skip
+
+
+async def _crawl(run: ShardRun, budget_used: dict[str, int]) -> tuple[list[LevelStats], Counter]:
+    """The engine over the shard's URLs, carrying over what the run's states show unchanged; every page goes
+    to the run's buffer, flushed at the end. ``budget_used``: the frontier's page counts of the shard's
+    origins, which it owns for the run, so their page budgets go on."""
+    async with open_crawler(run.params.settings(), types=run.params.types, pages=run.states) as crawler:
+
+        def seen(links: Iterable[tuple[int, Link]]) -> Iterator[tuple[int, Link]]:
             # the crawler's Bloom filter is an in-process pre-filter of repeated links; the frontier's keys are
             # the run's dedup (exact but for 64-bit hash collisions: 1e-7 odds in a 2-million-URL run)
-            for link in links:
-                crawler.seen.add(link.url)  # links back to this level's pages read so far stop here
-                yield link
+            for level, link in links:
+                crawler.seen.add(link.url)  # links back to the pages read so far stop here
+                yield level, link
+
+        def ahead(open_level: int | None) -> Iterator[tuple[int, Link]]:
+            return seen(run.ahead(open_level))
 
         crawler.budget.counts.update(budget_used)
-        crawler.set_aside.update(set_aside)
-        stats = await crawler.run_level(seen(links), level, on_page=on_page)
-        on_page.flush()
-    return stats, crawler.stats
+        # hosts an earlier level's shard set aside stay aside for the run
+        crawler.set_aside.update(run.store.frontier.set_aside(run.run_id))
+        first = (link for _, link in seen((run.level, link) for link in run.links()))
+        levels = await crawler.run_levels(first, run.level, run.buffer, ahead if run.runs_ahead else None)
+        run.buffer.flush()
+    return levels, crawler.stats
 
 
 def finish_run(store: Store, run_id: str) -> dict[str, Any]:

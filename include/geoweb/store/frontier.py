@@ -62,6 +62,15 @@ ORDER BY {sql_by_priority("f")}
 """
 PENDING_PAGE = 5000  # rows per FETCH of pending_urls
 
+# A shard's URLs to fetch past a level, up to a deepest one: level by level, each in by_priority order
+_PENDING_DEEPER = f"""
+SELECT f.level, f.url, coalesce(f.source_page, s.url), f.keyword, f.score
+FROM frontier f LEFT JOIN frontier s ON s.run_key = f.run_key AND geoweb_url_hash(s.url) = f.source_hash
+WHERE f.run_key = {RUN_KEY} AND f.shard = %(shard)s AND f.level > %(level)s AND f.level <= %(deepest)s
+    AND f.status = %(status)s AND f.score >= %(min_score)s
+ORDER BY f.level, {sql_by_priority("f")}
+"""
+
 _RUN_BEFORE = f"""
 SELECT run_id FROM crawl_runs
 WHERE run_key < {RUN_KEY} AND status <> %(running)s
@@ -78,6 +87,22 @@ ON CONFLICT (run_key, geoweb_url_hash(url)) DO UPDATE SET
 WHERE EXCLUDED.status <> '{URLStatus.DISCOVERED}'
 RETURNING 1
 """
+# A link that finds a URL still to fetch at a lower level than its row's gives it that level, its source and
+# score: a shard running ahead may have found it first by a longer path. Rows locked in key order, as every
+# write; ``{run_key}`` is the run's integer key.
+_SHALLOWER = f"""
+WITH v (url_hash, level, source_hash, source_page, score) AS (VALUES %s), lowered AS (
+    SELECT f.ctid AS row_id, v.level, v.source_hash, v.source_page, v.score
+    FROM frontier f JOIN v ON f.run_key = {{run_key}} AND geoweb_url_hash(f.url) = v.url_hash
+    WHERE f.status = '{URLStatus.DISCOVERED}' AND f.level > v.level
+    ORDER BY v.url_hash FOR UPDATE OF f
+)
+UPDATE frontier f SET level = lowered.level, source_hash = lowered.source_hash,
+    source_page = lowered.source_page, score = lowered.score
+FROM lowered WHERE f.ctid = lowered.row_id
+"""
+_SHALLOWER_VALUES = "(%s::bigint, %s::int, %s::bigint, %s::text, %s::double precision)"
+
 # The level's URLs in the order of links.priority.by_priority; those past the first %(kept)s or scoring below
 # %(min_score)s are skipped, locked in key order like every write (rows found by ctid: the ones locked are the
 # ones updated).
@@ -172,6 +197,14 @@ class FrontierRows:
     def sorted(self, run_key: int) -> list[tuple]:
         return [(run_key, *self.rows[key]) for key in sorted(self.rows)]
 
+    def links(self) -> list[tuple]:
+        """(url hash, level, source hash, source page, score) of the rows still to fetch, in key order."""
+        return [
+            (key, row[1], row[3], row[4], row[9])
+            for key, row in sorted(self.rows.items())
+            if row[6] == URLStatus.DISCOVERED
+        ]
+
 
 class Frontier(Repository):
     """Each run's URLs: added level by level, read shard by shard, budgeted, and committed with what their
@@ -217,6 +250,20 @@ class Frontier(Repository):
         finally:
             cursor.close()
             self.conn.commit()
+
+    def pending_deeper(
+        self, run_id: str, shard: int, level: int, deepest: int, min_score: float
+    ) -> list[tuple[int, str, str | None, str | None, float]]:
+        """(level, url, source page, search keyword, link score) of a shard's URLs still to fetch below
+        ``level`` down to ``deepest`` and scoring at least ``min_score``, level by level in the order of
+        ``by_priority``: the links a shard's crawl takes on as its pages commit them."""
+        with self._transaction() as cur:
+            cur.execute(
+                _PENDING_DEEPER,
+                {"run_id": run_id, "shard": shard, "level": level, "deepest": deepest,
+                 "status": URLStatus.DISCOVERED, "min_score": min_score},
+            )  # fmt: skip
+            return cur.fetchall()
 
     def pending_origins(self, run_id: str, level: int, shard: int) -> dict[str, int]:
         """URLs still to fetch per origin of a shard's level."""
@@ -361,6 +408,11 @@ def _write(cur, run_id: str, rows: FrontierRows) -> int:
     run_key = cur.fetchone()[0]
     if run_key is None:
         raise StoreError(f"unknown run {run_id!r}: runs.begin was never called for it")
-    return len(
+    added = len(
         execute_values(cur, _UPSERT, rows.sorted(run_key), template=_VALUES, page_size=PAGE_SIZE, fetch=True)
     )
+    links = rows.links()
+    if links:
+        shallower = _SHALLOWER.format(run_key=int(run_key))
+        execute_values(cur, shallower, links, template=_SHALLOWER_VALUES, page_size=PAGE_SIZE)
+    return added
