@@ -31,6 +31,7 @@ class Layer:
     kind: str  # POLYGON, LINE, POINT or RASTER
     keywords: tuple[str, ...] = ()
     observations: bool = False  # published as an SOS offering
+    extent: tuple[float, float, float, float] | None = None  # declared, so capabilities never read the data
 
     @property
     def vector(self) -> bool:
@@ -120,8 +121,19 @@ ECHO = MapService(  # its capabilities are served by the decoy server for every 
     services=("WMS",),
     layers=(Layer("roads", "Roads", "LINE", ("transport",)),),
 )
-SERVED = (REGIONS, RIVERS, ARCHIVE, LANDCOVER)  # behind lighttpd
-MAPS = (*SERVED, ECHO)
+OUTAGE = MapService(  # linked and planted nowhere: a WMS whose capabilities answer while every GetMap fails
+    key="outage",
+    title="Flood zones",
+    abstract="Flood zones, their data file missing.",
+    url=f"{HOST}/cgi-bin/mapserv?map=outage",
+    services=("WMS",),
+    # no data file of that name is ever written (data.VECTORS)
+    layers=(
+        Layer("flood_zones", "Flood zones", "POLYGON", ("hydrography",), extent=(100.0, 10.0, 110.0, 20.0)),
+    ),
+)
+SERVED = (REGIONS, RIVERS, ARCHIVE, LANDCOVER)  # behind lighttpd, planted
+MAPS = (*SERVED, OUTAGE, ECHO)
 
 _COLORS = {"POLYGON": "120 170 120", "LINE": "30 90 200", "POINT": "200 40 40"}
 
@@ -131,6 +143,8 @@ def _metadata(layer: Layer) -> str:
         lines = {"wcs_label": layer.title, "wcs_rangeset_name": layer.name, "wcs_rangeset_label": layer.title}
     else:
         lines = {"gml_include_items": "all", "gml_featureid": "name", "wfs_title": layer.title}
+    if layer.extent is not None:
+        lines["wms_extent"] = " ".join(f"{value:g}" for value in layer.extent)
     if layer.observations:
         lines |= {
             "sos_offering_id": layer.name,
@@ -182,7 +196,7 @@ def write_config() -> None:
     MAPS_DIR.mkdir(parents=True, exist_ok=True)
     for service in MAPS:
         service.mapfile.write_text(render_mapfile(service))
-    aliases = "\n".join(f'    "{m.key}" "{m.mapfile}"' for m in SERVED if m.clean_path is None)
+    aliases = "\n".join(f'    "{m.key}" "{m.mapfile}"' for m in (*SERVED, OUTAGE) if m.clean_path is None)
     CONFIG_FILE.write_text(
         Template((TEMPLATES / "mapserver.conf").read_text()).substitute(
             maps=aliases, errorfile=LOGS / "mapserver-errors.log"

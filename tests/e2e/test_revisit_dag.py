@@ -14,6 +14,7 @@ import pytest
 from stack.demo import crawl_conf, run_crawl
 from stack.layout import GEOWEB_DB
 from tests.integration.test_crawl_testweb import planted
+from testweb.mapserver import ECHO
 
 pytestmark = pytest.mark.testweb
 
@@ -49,9 +50,11 @@ def crawled(stack, testweb) -> dict[tuple[str, str], int]:
 
 
 @pytest.fixture(scope="module")
-def revisited(stack, testweb, crawled) -> tuple[str, str, dict[int, tuple], dict[int, tuple]]:
+def revisited(
+    stack, testweb, crawled
+) -> tuple[str, str, dict[int, tuple], dict[int, tuple], dict[int, tuple]]:
     """The revisit run of the crawled resources made due: (run id, state, resource id -> its check,
-    resource id -> its (interval, checks) before)."""
+    resource id -> its operation check, resource id -> its (interval, checks) before)."""
     conf = {"allowed_hosts": ["127.0.0.1"], "shards": 4}
     stack.unpause(DAG)
     try:
@@ -72,16 +75,18 @@ def revisited(stack, testweb, crawled) -> tuple[str, str, dict[int, tuple], dict
     finally:
         stack.pause(DAG)  # no hourly runs during the other tests
     checks = query(
-        "SELECT resource_id, outcome, error_reason, error_message, run_id FROM resource_checks "
-        "WHERE resource_id = ANY(%s) AND checked_at >= %s",
+        "SELECT resource_id, operation IN ('GetCapabilities', 'GetResource'), outcome, error_reason, "
+        "error_message, run_id FROM resource_checks WHERE resource_id = ANY(%s) AND checked_at >= %s",
         ids,
         since,
     )
-    return run_id, state, {row[0]: row[1:] for row in checks}, before
+    own = {id_: check for id_, itself, *check in checks if itself}
+    operations = {id_: check for id_, itself, *check in checks if not itself}
+    return run_id, state, own, operations, before
 
 
 def test_every_crawled_resource_is_checked_once_on_the_workers_and_unchanged(stack, crawled, revisited):
-    run_id, state, checks, _ = revisited
+    run_id, state, checks, *_ = revisited
     assert state == "success"
     mapped = [t for t in stack.task_instances(DAG, run_id) if t["task_id"] == "check"]
     assert len(mapped) > 1 and all(t["state"] == "success" for t in mapped)
@@ -91,6 +96,17 @@ def test_every_crawled_resource_is_checked_once_on_the_workers_and_unchanged(sta
     assert not failed, failed
     assert set(checks) == set(by_id), f"not checked: {sorted(by_id[i] for i in set(by_id) - set(checks))}"
     assert {check[3] for check in checks.values()} == {run_id}
+
+
+def test_operation_checks_run_beside_the_checks_on_the_workers(crawled, revisited):
+    run_id, _, _, operations, _ = revisited
+    by_id = {id_: key for key, id_ in crawled.items()}
+    assert {check[3] for check in operations.values()} == {run_id}
+    # the echo decoy answers a GetMap with its capabilities; the ArcGIS stand-in draws no maps
+    failed = {by_id[id_]: check[1] for id_, check in operations.items() if check[0] == "failed"}
+    arcgis_maps = {key: "html" for key in crawled if key[1] == "ARCGIS-MAPSERVER"}
+    assert failed == {(ECHO.url, "WMS"): "not_image", **arcgis_maps}
+    assert {check[0] for check in operations.values()} == {"ok", "failed"}
 
 
 def test_the_schedule_moves_on_after_an_unchanged_check(crawled, revisited):

@@ -1,7 +1,8 @@
 """Revisits on the test web: the services and files a crawl loaded (MapServer, MapProxy, PyWPS, pycsw,
 pygeoapi, stac-fastapi, lighttpd, the ArcGIS stand-in) are re-checked by the revisit steps and by
 ``geoweb revisit``, and found unchanged; a copy of a real capabilities document, served from a test-local
-server and then edited, is found changed and reloaded."""
+server and then edited, is found changed and reloaded; a MapServer WMS whose layer's data file is missing
+answers its capabilities while its GetMap fails, and its operations are failing."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from geoweb.models import ALL_TYPES, OGC_TYPES
 from geoweb.settings import Settings
 from geoweb.store import Store
 from tests.hostile.servers import PagesServer
+from testweb.mapserver import ECHO, OUTAGE
 
 pytestmark = pytest.mark.testweb
 
@@ -76,6 +78,15 @@ def test_real_servers_are_rechecked_unchanged_by_the_steps_and_the_cli(
     assert {(line["url"], line["type"]): line["outcome"] for line in lines} == dict.fromkeys(
         loaded, "unchanged"
     )
+    # the real servers answer their operation checks; the echo decoy answers a GetMap with its capabilities,
+    # and the ArcGIS stand-in, which draws no maps, an export with its HTML page
+    failed = {
+        (line["url"], line["type"]): line["operation_check"]["error_reason"]
+        for line in lines
+        if line.get("operation_check", {}).get("outcome") == "failed"
+    }
+    arcgis_maps = {key: "html" for key in loaded if key[1] == "ARCGIS-MAPSERVER"}
+    assert failed == {(ECHO.url, "WMS"): "not_image", **arcgis_maps}
 
     monkeypatch.setenv("GEOWEB_DB", database)
     assert main(["revisit", "--allow-host", "127.0.0.1", "--types", ",".join(TYPES)]) == 0
@@ -108,3 +119,29 @@ def test_an_edited_copy_of_a_real_capabilities_document_is_found_changed(testweb
             (title,) = cur.fetchone()
     assert line["outcome"] == "changed" and line["url"] == server.url("/csw")
     assert title.startswith("Edited: ")
+
+
+def test_a_wms_whose_maps_fail_while_its_capabilities_answer_has_failing_operations(testweb, database):
+    with Store(database) as store:
+        crawl(store, "outage-crawl", [capabilities_url(OUTAGE.url, "WMS")], ["127.0.0.1"])
+        [line] = [line for line in revisit(store, ["127.0.0.1"]) if line["url"] == OUTAGE.url]
+        with store.transaction() as cur:
+            cur.execute(
+                "SELECT c.operation, c.outcome, c.http_status, c.error_reason FROM resource_checks c "
+                "JOIN resources r ON r.id = c.resource_id WHERE r.url = %s ORDER BY c.id",
+                (OUTAGE.url,),
+            )
+            rows = cur.fetchall()
+            cur.execute("SELECT id FROM resources WHERE url = %s", (OUTAGE.url,))
+            [(resource_id,)] = cur.fetchall()
+        [quality] = store.revisits.quality([resource_id])
+    assert line["outcome"] == "unchanged"  # the failing GetMap leaves the capabilities check as it is
+    assert rows == [
+        ("GetCapabilities", "unchanged", 200, None),
+        ("GetMap", "failed", 200, "ogc_exception"),
+    ]
+    assert quality["operations_status"] == "failing"
+    assert quality["operations_error"].startswith("GetMap ogc_exception: OGC exception report")
+    assert "Unable to access file" in quality["operations_error"]  # MapServer's word for the missing data
+    capabilities = quality["operations_30d"]["GetCapabilities"]
+    assert (capabilities["checks"], capabilities["successes"]) == (1, 1)
