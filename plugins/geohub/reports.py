@@ -190,6 +190,7 @@ def _crawl_figures(crawl: CrawlRunReport | None, geohub: str) -> dict[str, Any] 
             "seconds": sum(s["seconds"] for s in levels),
         },
         "deferred_hosts": max((s.get("deferred_hosts", 0) for s in levels), default=0),
+        "costs": summary.get("costs"),
         "by_type": sorted(
             (summary.get("resources_by_type") or {}).items(), key=lambda item: (-item[1], item[0])
         ),

@@ -61,17 +61,32 @@ def test_a_second_run_of_a_crawl_asks_with_its_validators_and_carries_over_what_
                 "crawl": f"test-{uuid.uuid4().hex[:8]}"}  # fmt: skip
         params = HarvestParams.from_conf(conf)
         first_id, first = harvest(store, params)
+        first_requests = len(site.seen)  # robots.txt once per task included
         assert all(sent is None for _, sent in site.conditional)
         assert store.page_states.count(params.crawl) == 4
 
         site.conditional.clear()
         pages["/b.kml"] = ("application/vnd.google-earth.kml+xml", KML.format("Rivers and canals").encode())
         second_id, second = harvest(store, params)
+        second_requests = len(site.seen) - first_requests
         asked = dict(site.conditional)
         assert set(asked) == set(pages) and all(asked.values())  # every URL asked with its ETag
         assert run_resources(store, second_id) == {"a.kml": "Parks", "b.kml": "Rivers and canals"}
         assert run_resources(store, first_id) == {"a.kml": "Parks", "b.kml": "Rivers and canals"}
         assert second["urls"] == first["urls"] == 4  # a 304 is a visit: the levels count it
+        # the run's costs: every request the server saw; the second read only the changed b.kml, saving the rest
+        unchanged_bytes = sum(len(pages[path][1]) for path in ("/", "/maps.html", "/a.kml"))
+        assert first["costs"] == {"requests": first_requests, "bytes_read": first["costs"]["bytes_read"],
+                                  "new_pages": 4, "changed_pages": 0, "gone_pages": 0, "not_modified": 0,
+                                  "same_bytes": 0, "not_due": 0, "bytes_saved": 0}  # fmt: skip
+        assert first["costs"]["bytes_read"] >= unchanged_bytes
+        assert second["costs"] == {"requests": second_requests, "bytes_read": len(pages["/b.kml"][1]),
+                                   "new_pages": 0, "changed_pages": 1, "gone_pages": 0, "not_modified": 3,
+                                   "same_bytes": 0, "not_due": 0, "bytes_saved": unchanged_bytes}  # fmt: skip
+        # the crawl's runs side by side, as the report's cost panel plots them
+        assert store.runs.crawl_costs(second_id) == [(first_id, first["costs"]), (second_id, second["costs"])]
+        assert store.runs.crawl_costs(first_id) == [(first_id, first["costs"])]
+        assert store.runs.report_png(second_id).startswith(b"\x89PNG")
 
         site.conditional.clear()
         harvest(store, HarvestParams.from_conf(conf | {"full_recrawl": True}))

@@ -79,7 +79,7 @@ def revisit(server: TimedServer, leases: str | None) -> list[CheckResult]:
     )
     due = [Due(i, server.url(f"/p{i}"), "KML", None, None, ScheduleState(3600.0)) for i in range(PAGES)]
     results: list[CheckResult] = []
-    asyncio.run(_check_all(due, settings, results.append))
+    asyncio.run(_check_all(due, settings, results.append, operations=True))
     return results
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from datetime import UTC, datetime
 
 from geoweb.crawl.collector import survivors_frozen
-from geoweb.crawl.pagestates import PageState, PageStates, Unchanged
+from geoweb.crawl.pagestates import PageState, PageStates, Unchanged, Verdict
 from geoweb.crawl.report import CrawlReport
 from geoweb.detect.base import DetectContext, Detector
 from geoweb.errors import BadResponse, FetchError, GeowebError, RobotsDisallowed
@@ -124,7 +124,9 @@ class Crawler:
         self.filters = URLFilters.from_settings(settings, self.stats)
         self.budget = HostBudget(settings.max_pages_per_host)
         self.seen = seen
-        self.found: set[tuple[str, str]] = set()
+        self.found: dict[
+            tuple[str, str], int
+        ] = {}  # each resource of the run: the lowest level it was found at
         # origins crawled no further in the run, with the reason (time or failure budget, level deadline)
         self.set_aside: dict[str, str] = {}
         self.fetch = fetch
@@ -243,6 +245,7 @@ class Crawler:
         known = self.pages.get(url) if self.pages is not None else None
         if known is not None and not self.pages.due(url):
             self.stats[f"unchanged/{Unchanged.NOT_DUE}"] += 1
+            self.stats["unchanged/bytes_saved"] += known.size
             return 304, *await self.carried_over(known, url, source, level, follow)
         asked = known.conditions(time.time()) if known is not None else {}
         response = await (self.fetch(url, headers=asked) if asked else self.fetch(url))
@@ -252,11 +255,14 @@ class Crawler:
             unchanged = self.pages.unchanged(url, response, asked)
             if unchanged is not None:
                 self.stats[f"unchanged/{unchanged}"] += 1
+                if unchanged == Unchanged.NOT_MODIFIED:  # no body read; the same bytes were read
+                    self.stats["unchanged/bytes_saved"] += known.size
                 return response.status, *await self.carried_over(known, url, source, level, follow)
             if response.status == 304:
                 raise BadResponse("304 Not Modified to a request that sent no validator", url=url)
-            self.pages.failed(url, response.status)
-        resources = []
+            if self.pages.failed(url, response.status):
+                self.stats[f"pages/{Verdict.GONE}"] += 1
+        resources, detected = [], []
         for detector in self.detectors:
             if not detector.accepts(response):
                 continue
@@ -270,22 +276,24 @@ class Crawler:
                 self.stats["detect/crash"] += 1
                 log.exception("%s: detector %s crashed", url, detector.name)
                 continue
-            resources.extend(await self.record(found, level, source))
+            kept, wanted = await self.record(found, level, source)
+            resources.extend(kept)
+            detected.extend(wanted)
         extracted: list[tuple[str, str]] = []
         if follow and response.status < 400 and looks_like_html(response):
             extracted = list(extract_links(response.text(), response.final_url))
-        if self.pages is not None and response.status == 200:
-            self.pages.remember(url, response, extracted, resources, level)
+        if self.pages is not None and response.status == 200:  # all it gives, found first elsewhere or not
+            self.stats[f"pages/{self.pages.remember(url, response, extracted, detected, level)}"] += 1
         return response.status, resources, self.scored(extracted, url, level)
 
     async def carried_over(
         self, known: PageState, url: str, source: str | None, level: int, follow: bool
     ) -> tuple[list[Resource], list[Link]]:
         """A page as an earlier run read it: its resources recorded again (tagged then), its links scored."""
-        found = await self.record(
+        kept, _ = await self.record(
             [resource_from_record(r) for r in known.resources], level, source, tag=False
         )
-        return found, self.scored(known.links, url, level) if follow else []
+        return kept, self.scored(known.links, url, level) if follow else []
 
     def scored(self, extracted: Iterable[tuple[str, str]], url: str, level: int) -> list[Link]:
         """The next level's links of a page, from its (link, anchor text) pairs: admitted and scored."""
@@ -298,20 +306,20 @@ class Crawler:
 
     async def record(
         self, found: list[Resource], level: int, source: str | None, *, tag: bool = True
-    ) -> list[Resource]:
-        """Keep each (url, type) once per run, of the wanted types, stamped with level and source page, its
-        datasets tagged with concepts (unless carried over tagged)."""
-        kept = []
+    ) -> tuple[list[Resource], list[Resource]]:
+        """(kept, wanted): the resources of the wanted types, stamped with level and source page, their
+        datasets tagged with concepts (unless carried over tagged), and of them those new to the run or found
+        at a lower level than before (a page running ahead may have found them first)."""
+        kept, wanted = [], [r for r in found if r.type in self.types]
         now = datetime.now(UTC).isoformat(timespec="seconds")
-        for r in found:
-            if r.type not in self.types or r.key in self.found:
-                continue
-            self.found.add(r.key)
+        for r in wanted:
             r.level, r.source_page, r.discovered_at = level, source, now
             if tag:
                 await tag_datasets_in_turns(r.datasets, self.settings.concept_lcs_threshold)
-            kept.append(r)
-        return kept
+            if level < self.found.get(r.key, level + 1):
+                self.found[r.key] = level
+                kept.append(r)
+        return kept, wanted
 
 
 class LevelRun:

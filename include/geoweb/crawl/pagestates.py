@@ -71,6 +71,7 @@ class PageState:
     visited_at: float = 0.0  # the last visit, the first read included
     visit_seconds: float = 0.0  # the sum of the intervals before each of the ``visits``
     level: int = 0  # the level it was last read at
+    size: int = 0  # bytes of its last whole read: what carrying it over unread saves
 
     def conditions(self, now: float) -> dict[str, str]:
         """The conditional headers of the next request; none once it is due for a whole read."""
@@ -214,9 +215,10 @@ class PageStates:
         links: list[tuple[str, str]],
         found: list[Resource],
         level: int = 0,
-    ) -> None:
+    ) -> Verdict:
         """A page read whole at ``level``: its validators, signature, links and resources; a visit counted
-        when it was known, a change when with other bytes."""
+        when it was known, a change when with other bytes. Returns what the read found: a new page, a changed
+        one, or the same bytes."""
         now = time.time()
         known = self.pages.get(url)
         state = PageState(
@@ -228,13 +230,18 @@ class PageStates:
             read_at=now,
             visited_at=now,
             level=level,
+            size=len(response.body),
         )
+        verdict = Verdict.NEW
         if known is not None:
             state.visits, state.changes = known.visits, known.changes
             state.visited_at, state.visit_seconds = known.visited_at, known.visit_seconds
-            state.count_visit(now, changed=known.signature != state.signature)
+            changed = known.signature != state.signature
+            state.count_visit(now, changed=changed)
+            verdict = Verdict.CHANGED if changed else Verdict.UNCHANGED
         self.pages[url] = state
         self.visited.add(url)
+        return verdict
 
     def settle(self, urls: Iterable[str]) -> tuple[dict[str, PageState], list[str]]:
         """Take the states of pages done with out of memory (a shard of a crawl DAG run, as it commits its
@@ -251,9 +258,12 @@ class PageStates:
             self.gone_pages.discard(url)
         return kept, gone
 
-    def failed(self, url: str, status: int | None) -> None:
+    def failed(self, url: str, status: int | None) -> bool:
+        """Whether the answer's ``status`` says the page is gone (404, 410): it is, for this run."""
         if status in (404, 410):
             self.gone_pages.add(url)
+            return True
+        return False
 
     def verdict(self, record: dict) -> Verdict:
         """A resource this run found, against what the crawl held before it."""

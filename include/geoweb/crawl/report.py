@@ -16,6 +16,8 @@ class CrawlReport:
     stats: Counter = field(default_factory=Counter)
     seconds: float = 0.0
     recall: RecallCurve | None = None  # recall at a link budget of X %, by score and by a random order
+    # (run id, costs) of the crawl's last runs up to this one, oldest first (``store.runs.COST_FIELDS``)
+    costs: list[tuple[str, dict[str, int]]] = field(default_factory=list)
 
     @property
     def urls(self) -> int:
@@ -68,7 +70,7 @@ class CrawlReport:
         from matplotlib.ticker import MaxNLocator
 
         levels = [s.level for s in self.levels]
-        panels = 3 if self.recall else 2
+        panels = 2 + bool(self.recall) + bool(self.costs)
         fig, axes = plt.subplots(1, panels, figsize=(5 * panels, 4), constrained_layout=True)
         ax_found, ax_ratio = axes[:2]
         # URLs outnumber resources a hundredfold: each gets its own linear axis of whole numbers
@@ -89,6 +91,8 @@ class CrawlReport:
             ax.set_xticks(levels)
         if self.recall:
             _plot_recall(axes[2], self.recall)
+        if self.costs:
+            _plot_costs(axes[-1], self.costs)
         fig.savefig(path, dpi=100)
         plt.close(fig)
 
@@ -105,3 +109,20 @@ def _plot_recall(ax, curve: RecallCurve) -> None:
         ylim=(0, 1.05),
     )
     ax.legend(loc="lower right")
+
+
+def _plot_costs(ax, costs: list[tuple[str, dict[str, int]]]) -> None:
+    """The crawl's runs side by side: pages read whole and carried over (stacked), and megabytes read."""
+    runs = range(1, len(costs) + 1)
+    read = [c["new_pages"] + c["changed_pages"] + c["same_bytes"] for _, c in costs]
+    carried = [c["not_modified"] + c["not_due"] for _, c in costs]
+    ax.bar(runs, read, color="#2b7bb9", label="read whole")
+    ax.bar(runs, carried, bottom=read, color="#a6cee3", label="304 or not due")
+    ax.set(title="Cost per run of this crawl", xlabel="run (this one last)", ylabel="pages")
+    ax.set_ylim(0, 1.3 * max([*map(sum, zip(read, carried, strict=True)), 1]))  # room for the legend
+    ax.set_xticks(list(runs))
+    ax.legend(loc="upper left")
+    megabytes = ax.twinx()
+    megabytes.plot(runs, [c["bytes_read"] / 1e6 for _, c in costs], "o-", color="#d95f02")
+    megabytes.set_ylabel("MB read", color="#d95f02")
+    megabytes.set_ylim(bottom=0)

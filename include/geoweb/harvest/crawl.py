@@ -24,7 +24,7 @@ from geoweb.connectors.candidates import Portal
 from geoweb.connectors.search.base import SearchProvider
 from geoweb.crawl import CrawlReport
 from geoweb.crawl.factory import open_crawler
-from geoweb.crawl.pagestates import PageStates
+from geoweb.crawl.pagestates import PageStates, Unchanged, Verdict
 from geoweb.harvest.pagebuffer import PageBuffer
 from geoweb.harvest.params import HarvestParams
 from geoweb.links.filters import URLFilters
@@ -39,7 +39,7 @@ STATES_READ = 500  # URLs of a shard whose kept states are read in one query, as
 def start_run(store: Store, run_id: str, params: HarvestParams) -> int:
     """Begin (or resume) the run and add its seeds at level 0, and with ``catch_up`` what the run before
     deferred, at its levels; returns the new seeds."""
-    store.runs.begin(run_id, params.to_conf())
+    store.runs.begin(run_id, params.to_conf(), crawl=params.crawl_name())
     seeds = _level_zero(params, ((seed, None, None) for seed in params.seeds))
     added = store.frontier.add_urls(run_id, 0, seeds, params.shards)
     log.info("run %s: %d seeds, %d new to the run", run_id, len(seeds), added)
@@ -159,6 +159,8 @@ def crawl_shard(store: Store, run_id: str, level: int, shard: int, params: Harve
     levels, stats = asyncio.run(_crawl(run, store.frontier.origin_counts(run_id, shard, origins)))
     for level_stats in levels:
         store.runs.save_level_stats(run_id, level_stats.level, shard, level_stats)
+    costs = task_costs(stats)
+    store.runs.add_costs(run_id, level, shard, costs)
     summary |= {
         "levels": [s.level for s in levels],
         "urls": sum(s.urls for s in levels),
@@ -166,15 +168,28 @@ def crawl_shard(store: Store, run_id: str, level: int, shard: int, params: Harve
         "failures": sum(s.failures for s in levels),
         "deferred": sum(s.deferred for s in levels),
         "robots_disallowed": stats["skip/robots_disallowed"],
-        "requests": stats["fetch/requests"],
-        "not_modified": stats["unchanged/not_modified"],
-        "unchanged": stats["unchanged/same_bytes"],
+        **costs,
         "committed": run.buffer.committed,
         "commit_seconds": round(run.commit_seconds, 2),
         "seconds": round(time.monotonic() - run.started, 1),
     }
     log.info("run %s: level %d shard %d done: %s", run_id, level, shard, summary)
     return summary
+
+
+def task_costs(stats: Counter) -> dict[str, int]:
+    """What a crawl task spent and saved (``store.runs.COST_FIELDS``), from its crawler's counters."""
+    return {
+        "requests": stats["fetch/requests"],
+        "bytes_read": stats["fetch/bytes"],
+        "new_pages": stats[f"pages/{Verdict.NEW}"],
+        "changed_pages": stats[f"pages/{Verdict.CHANGED}"],
+        "gone_pages": stats[f"pages/{Verdict.GONE}"],
+        "not_modified": stats[f"unchanged/{Unchanged.NOT_MODIFIED}"],
+        "same_bytes": stats[f"unchanged/{Unchanged.SAME_BYTES}"],
+        "not_due": stats[f"unchanged/{Unchanged.NOT_DUE}"],
+        "bytes_saved": stats["unchanged/bytes_saved"],
+    }
 
 
 class ShardRun:
@@ -274,6 +289,7 @@ def finish_run(store: Store, run_id: str) -> dict[str, Any]:
     report.resources_by_type = Counter(record["type"] for record in store.resources.export(run_id))
     report.seconds = sum(s.seconds for s in report.levels)
     report.recall = store.runs.recall_curve(run_id)
+    report.costs = store.runs.crawl_costs(run_id)
     log.info("run %s:\n%s\n%s", run_id, level_table(report), report.recall.table())
     png = io.BytesIO()
     report.plot(png)
@@ -289,6 +305,7 @@ def finish_run(store: Store, run_id: str) -> dict[str, Any]:
         "deferred": sum(s.deferred for s in report.levels),
         "resources_by_type": dict(sorted(report.resources_by_type.items())),
         "recall": report.recall.summary(),
+        "costs": report.costs[-1][1] if report.costs else store.runs.costs(run_id),
     }  # fmt: skip
     store.runs.end(run_id, RunStatus.SUCCESS, summary, report_png=png.getvalue())
     return summary

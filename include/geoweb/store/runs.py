@@ -17,22 +17,32 @@ from geoweb.store.frontier import RUN_KEY
 from geoweb.store.repository import Repository, json_text
 
 RECALL_BATCH = 10_000  # frontier rows read per round trip by recall_curve
+# crawl_costs' figures: requests sent, bytes read, pages read new to the crawl or changed, pages gone (404,
+# 410), pages carried over from the crawl's last run (a 304, the same bytes, not asked) and the bytes those
+# not read would have cost
+COST_FIELDS = (
+    "requests", "bytes_read", "new_pages", "changed_pages", "gone_pages", "not_modified", "same_bytes", "not_due",
+    "bytes_saved",
+)  # fmt: skip
 
 
 class Runs(Repository):
     """Runs: begun, ended, and what they measured."""
 
-    def begin(self, run_id: str, params: dict) -> None:
-        """Start a run, or resume it: a resumed run keeps its started_at and its rows."""
+    def begin(self, run_id: str, params: dict, crawl: str | None = None) -> None:
+        """Start a run of ``crawl`` (the crawl it continues), or resume it: a resumed run keeps its started_at
+        and its rows."""
         with self._transaction() as cur:
             cur.execute(
-                "INSERT INTO crawl_runs (run_id, status, params) VALUES (%(id)s, %(running)s, %(params)s) "
+                "INSERT INTO crawl_runs (run_id, status, params, crawl) "
+                "VALUES (%(id)s, %(running)s, %(params)s, %(crawl)s) "
                 "ON CONFLICT (run_id) DO UPDATE SET status = %(running)s, params = EXCLUDED.params, "
-                "finished_at = NULL",
+                "crawl = EXCLUDED.crawl, finished_at = NULL",
                 {
                     "id": run_id,
                     "running": RunStatus.RUNNING,
                     "params": json_text(params, f"run {run_id} params"),
+                    "crawl": crawl,
                 },
             )
 
@@ -69,6 +79,47 @@ class Runs(Repository):
         if row is None:
             raise StoreError(f"unknown run {run_id!r}")
         return row[0]
+
+    # --- costs ---
+
+    def add_costs(self, run_id: str, level: int, shard: int, costs: Mapping[str, int]) -> None:
+        """Add what a crawl task's attempt spent and saved (``COST_FIELDS``) to its row of ``crawl_costs``."""
+        values = [int(costs.get(name, 0)) for name in COST_FIELDS]
+        with self._transaction() as cur:
+            cur.execute(
+                f"INSERT INTO crawl_costs (run_id, level, shard, {', '.join(COST_FIELDS)}) "
+                f"VALUES (%s, %s, %s, {', '.join(['%s'] * len(COST_FIELDS))}) "
+                "ON CONFLICT (run_id, level, shard) DO UPDATE SET "
+                + ", ".join(f"{name} = crawl_costs.{name} + EXCLUDED.{name}" for name in COST_FIELDS),
+                (run_id, level, shard, *values),
+            )
+
+    def costs(self, run_id: str) -> dict[str, int]:
+        """What the run's crawl tasks spent and saved, summed (``COST_FIELDS``)."""
+        with self._transaction() as cur:
+            cur.execute(
+                f"SELECT {', '.join(f'coalesce(sum({name}), 0)' for name in COST_FIELDS)} "
+                "FROM crawl_costs WHERE run_id = %s",
+                (run_id,),
+            )
+            return dict(zip(COST_FIELDS, map(int, cur.fetchone()), strict=True))
+
+    def crawl_costs(self, run_id: str, runs: int = 10) -> list[tuple[str, dict[str, int]]]:
+        """(run id, costs) of the last ``runs`` runs of the crawl ``run_id`` continues, up to it, oldest
+        first."""
+        sums = ", ".join(f"coalesce(sum(c.{name}), 0)" for name in COST_FIELDS)
+        with self._transaction() as cur:
+            cur.execute(
+                f"SELECT r.run_id, {sums} FROM crawl_runs r LEFT JOIN crawl_costs c USING (run_id) "
+                "JOIN crawl_runs this ON this.run_id = %s AND r.crawl = this.crawl "
+                "AND r.started_at <= this.started_at "
+                "GROUP BY r.run_id, r.started_at ORDER BY r.started_at DESC LIMIT %s",
+                (run_id, runs),
+            )
+            rows = cur.fetchall()
+        return [
+            (run, dict(zip(COST_FIELDS, map(int, values), strict=True))) for run, *values in reversed(rows)
+        ]
 
     # --- levels ---
 
