@@ -89,9 +89,11 @@ def check(ids: list[int]) -> dict:
 
     context = get_current_context()
     context["shard_label"] = f"{len(ids)} resources"  # names the mapped task in the UI, with its hosts
-    settings = _settings(run_params(RevisitParams))
+    params = run_params(RevisitParams)
     with harvest_store() as store:
-        summary = revisit.check_resources(store, context["dag_run"].run_id, ids, settings)
+        summary = revisit.check_resources(
+            store, context["dag_run"].run_id, ids, _settings(params), operations=params.operations
+        )
     if summary["hosts"]:
         context["shard_label"] = f"{len(ids)} resources on {hosts_label(summary['hosts'])}"
     return summary

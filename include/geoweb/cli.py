@@ -43,6 +43,7 @@ REVISIT_PARAMS = {
     "min_interval_hours": (),
     "max_interval_hours": (),
     "per_host_delay": ("--delay",),
+    "operations": (),
 }
 CSW_PARAMS = {"allowed_hosts": ("--allow-host",), "schema": (), "page_size": (), "timeout": ()}
 
@@ -258,7 +259,9 @@ def _revisit(args) -> int:
         URLPolicies.from_setting(settings.url_policies)  # a bad policy file ends here, before any check
         with Store(_harvest_dsn()) as store:
             ids = [i for shard in revisit.plan_revisits(store, params, settings) for i in shard]
-            summary = revisit.check_resources(store, run_id, ids, settings, _print_line)
+            summary = revisit.check_resources(
+                store, run_id, ids, settings, _print_line, operations=params.operations
+            )
             print(revisit.table(revisit.summarize(store, [summary])), file=sys.stderr)
     except (InvalidParams, InvalidPolicy, StoreError) as exc:
         print(f"geoweb revisit: {exc}", file=sys.stderr)

@@ -510,6 +510,15 @@ class RevisitParams:
     )
     per_host_delay: float = per_host_delay_param(POLITENESS)
     url_policies: str | None = url_policies_param(SCHEDULE)
+    operations: bool = param(
+        True,
+        "After a good check, ask each service for one small operation (a WMS a map, a WFS a feature, a WCS a "
+        "coverage description, an OGC API an item, an ArcGIS map service an export, a file its first bytes) "
+        "and judge the answer, so a service whose capabilities answer while its operations fail shows as "
+        "failing. Default on.",
+        section=SCHEDULE,
+        type="boolean",
+    )
 
     @classmethod
     def from_conf(cls, conf: Mapping[str, Any] | None) -> RevisitParams:
