@@ -1,6 +1,7 @@
-"""Operation checks over loopback servers: after a good check, a WMS is asked for a map, a WFS for a feature,
-a file for its first bytes, and each answer judged; on PostGIS the operation row is saved beside the
-capabilities row, and ``resource_quality`` says when a service answers while its maps fail."""
+"""Operation checks over loopback servers: after a good check, a WMS is asked for a map, a WMTS for a tile
+(KVP, or its tile URL template when it declares no KVP GetTile), a WFS for a feature, a file for its first
+bytes, and each answer judged; on PostGIS the operation row is saved beside the capabilities row, and
+``resource_quality`` says when a service answers while its maps fail."""
 
 from __future__ import annotations
 
@@ -12,12 +13,13 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+import pytest
 from aiohttp import web
 from PIL import Image
 
 from geoweb.crawl.factory import open_crawler
 from geoweb.detect.ogc import read_capabilities
-from geoweb.harvest.operations import ONE_COLOUR, operation_request
+from geoweb.harvest.operations import ONE_COLOUR, NoOperation, operation_request
 from geoweb.harvest.recheck import Checker
 from geoweb.harvest.revisit import check_resources
 from geoweb.models import CheckResult, Due, Resource, ScheduleState
@@ -30,6 +32,10 @@ from tests.store.pages import page
 CAPABILITIES = Path(__file__).parents[1] / "data" / "capabilities"
 WMS_130 = (CAPABILITIES / "mapserver_wms_130.xml").read_bytes()
 WFS_200 = (CAPABILITIES / "mapserver_wfs_200.xml").read_bytes()
+WMTS_KVP = (CAPABILITIES / "mapproxy_wmts_100_kvp.xml").read_bytes()
+WMTS_RESTFUL = (CAPABILITIES / "mapproxy_wmts_100_rest.xml").read_bytes()
+# where the test web's MapProxy answered when its documents were captured: its RESTful tile templates' host
+MAPPROXY = b"http://127.0.0.1:18032"
 XML = "text/xml"
 GML = b"""<?xml version="1.0"?>
 <wfs:FeatureCollection xmlns:wfs="http://www.opengis.net/wfs/2.0" numberMatched="3" numberReturned="1">
@@ -102,8 +108,20 @@ def checked(settings: Settings, due: Due) -> CheckResult:
 
 def check_wms(answer: Answer, **changes) -> tuple[CheckResult, OperationServer]:
     """A check of a WMS whose capabilities answer and whose operations get ``answer``."""
-    with OperationServer({"/wms": (XML, WMS_130)}, answer) as server:
-        result = checked(loopback_settings(server, **changes), due_of(server.url("/wms")))
+    return check_service("/wms", WMS_130, due_of, answer, **changes)
+
+
+def check_wmts(answer: Answer) -> tuple[CheckResult, OperationServer]:
+    """A check of MapProxy's KVP WMTS, whose capabilities answer and whose operations get ``answer``."""
+    return check_service("/service", WMTS_KVP, lambda url: due_of(url, "WMTS", "1.0.0"), answer)
+
+
+def check_service(
+    path: str, document: bytes, due: Callable[[str], Due], answer: Answer, **changes
+) -> tuple[CheckResult, OperationServer]:
+    """A check of the service whose capabilities ``document`` answers at ``path``, its operations ``answer``."""
+    with OperationServer({path: (XML, document)}, answer) as server:
+        result = checked(loopback_settings(server, **changes), due(server.url(path)))
     return result, server
 
 
@@ -149,6 +167,55 @@ def test_a_file_is_read_from_its_first_bytes():
     operation = result.operation_check
     assert (operation.operation, operation.outcome, operation.http_status) == ("RangeRead", "ok", 206)
     assert server.ranges == ["bytes=0-1023"]
+
+
+def test_the_gettile_asks_the_top_left_tile_of_the_coarsest_matrix_of_the_first_layer():
+    request = operation_request(read_capabilities(WMTS_KVP, "http://tiles.example/service"))
+    assert request.url.startswith("http://tiles.example/service?")
+    assert {k: v[0] for k, v in parse_qs(urlsplit(request.url).query).items()} == {
+        "SERVICE": "WMTS", "REQUEST": "GetTile", "VERSION": "1.0.0", "LAYER": "rivers_tiles", "STYLE": "default",
+        "FORMAT": "image/png", "TILEMATRIXSET": "webmercator", "TILEMATRIX": "00", "TILEROW": "0", "TILECOL": "0",
+    }  # fmt: skip
+
+
+def test_a_wmts_whose_gettile_answers_a_tile_is_ok():
+    result, server = check_wmts(fixed("image/png", png()))
+    operation = result.operation_check
+    assert (operation.outcome, operation.operation, operation.http_status) == ("ok", "GetTile", 200)
+    assert operation.error_reason is None and operation.warning is None
+    assert (server.query_of_last()["REQUEST"], server.query_of_last()["LAYER"]) == ("GetTile", "rivers_tiles")
+
+
+def test_a_tile_that_is_an_exception_report_sent_as_png_fails():
+    report = b"""<?xml version="1.0"?><ows:ExceptionReport xmlns:ows="http://www.opengis.net/ows/1.1" version="1.1.0">
+      <ows:Exception exceptionCode="TileOutOfRange" locator="TILEROW"><ows:ExceptionText>no such tile</ows:ExceptionText>
+      </ows:Exception></ows:ExceptionReport>"""
+    result, _ = check_wmts(fixed("image/png", report))
+    operation = result.operation_check
+    assert (result.outcome, operation.operation, operation.outcome) == ("unchanged", "GetTile", "failed")
+    assert operation.error_reason == "ogc_exception" and "TileOutOfRange" in operation.error_message
+
+
+def test_a_restful_only_wmts_is_asked_for_a_tile_of_its_template():
+    with OperationServer({}) as server:
+        document = WMTS_RESTFUL.replace(MAPPROXY, server.url("").encode())
+        server.pages = {
+            "/wmts/1.0.0/WMTSCapabilities.xml": (XML, document),
+            "/wmts/rivers_tiles/webmercator/00/0/0.png": ("image/png", png(one_colour=True)),
+        }
+        due = due_of(server.url("/wmts/1.0.0/WMTSCapabilities.xml"), "WMTS", "1.0.0")
+        result = checked(loopback_settings(server), due)
+    operation = result.operation_check
+    assert (operation.operation, operation.outcome, operation.warning) == ("GetTile", "ok", ONE_COLOUR)
+    assert server.seen[-1] == "/wmts/rivers_tiles/webmercator/00/0/0.png"
+
+
+def test_no_tile_is_asked_of_a_wmts_only_read_leniently():
+    broken = WMTS_KVP.replace(b"<ows:SupportedCRS>urn:ogc:def:crs:EPSG:3857</ows:SupportedCRS>", b"")
+    resource = read_capabilities(broken, "http://tiles.example/service")
+    assert resource.owslib_error and [d.name for d in resource.datasets] == ["rivers_tiles", "regions_tiles"]
+    with pytest.raises(NoOperation):
+        operation_request(resource)  # its layers' formats and matrices are not read: no guessed tile
 
 
 def test_no_operation_check_when_the_detector_kept_too_little():

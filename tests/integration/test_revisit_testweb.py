@@ -87,6 +87,9 @@ def test_real_servers_are_rechecked_unchanged_by_the_steps_and_the_cli(
     }
     arcgis_maps = {key: "html" for key in loaded if key[1] == "ARCGIS-MAPSERVER"}
     assert failed == {(ECHO.url, "WMS"): "not_image", **arcgis_maps}
+    # MapProxy's KVP and RESTful WMTS are asked for a tile each (and are not among the failed)
+    tiles = [line["operation_check"]["operation"] for line in lines if line["type"] == "WMTS"]
+    assert tiles == ["GetTile", "GetTile"]
 
     monkeypatch.setenv("GEOWEB_DB", database)
     assert main(["revisit", "--allow-host", "127.0.0.1", "--types", ",".join(TYPES), "--no-operations"]) == 0

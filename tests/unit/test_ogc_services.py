@@ -233,7 +233,7 @@ def test_wmts_layers_carry_their_tile_matrix_sets():
     )
     [ortho] = resource.datasets
     assert (ortho.name, ortho.title) == ("ortho", "Orthophoto")
-    assert ortho.extra == {"tile_matrix_sets": ["EPSG:3857", "WGS84"]}
+    assert ortho.extra == {"tile_matrix_sets": ["EPSG:3857", "WGS84"], "styles": ["default"]}
 
 
 def test_wps_2_0_process_summaries():

@@ -5,6 +5,7 @@ what the resource serves is built from the resource as its detector just read it
 | type | request | a success |
 |---|---|---|
 | WMS | GetMap of its first layer with a WGS84 box: the box's centre 1/16, 256 x 256, ``image/png`` | a PNG |
+| WMTS | GetTile of tile 0, 0 of the coarsest matrix of its first layer with an image format (KVP, else its tile URL template) | an image of that format |
 | WFS | GetFeature of one feature of its first feature type (``count=1``, ``maxFeatures=1`` before 2.0) | XML (GML) or GeoJSON |
 | WCS | DescribeCoverage of its first coverage | XML |
 | OGCAPI-FEATURES | ``/collections/{id}/items?limit=1`` of its first collection | JSON with a ``features`` list |
@@ -15,21 +16,25 @@ An OGC exception report is never a success, whatever its Content-Type, nor is an
 data was asked for. A map is decoded within bounds (its size read from its header and refused above
 ``MAX_PIXELS`` before any pixel is decoded, Pillow's decompression-bomb warning an error); a map of one
 colour is a success with a warning. What a request needs and the detector did not keep means no operation
-check (``NoOperation``), never a guess: a WMS layer without a box, a WMTS (its detector keeps no tile matrix
-identifiers or formats), a type with no operation here.
+check (``NoOperation``), never a guess: a WMS layer without a box, a WMTS layer without an image format, a
+style or a tile matrix (or a tile URL template, where the service takes no KVP GetTile), a type with no
+operation here.
 """
 
 from __future__ import annotations
 
 import io
+import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import quote, urlencode, urlsplit, urlunsplit
+from functools import partial
+from urllib.parse import quote, urlencode, urljoin, urlsplit, urlunsplit
 
 from lxml import etree
 from PIL import Image, UnidentifiedImageError
 
+from geoweb.detect.ogc import wmts
 from geoweb.detect.ogc.common import exception_report, with_query
 from geoweb.errors import GeowebError, HTTPStatusError
 from geoweb.fetch.response import Response
@@ -41,10 +46,10 @@ MAP_SIZE = 256  # pixels a side of a map asked for
 QUARTER = 0.25  # of each side of a box: its centre 1/16 is asked for, a small map any server draws fast
 MIN_HALF_SIDE = 0.0005  # degrees: a point layer's box is widened to about 100 m
 MAX_PIXELS = 1024 * 1024  # an answer to a 256 x 256 request larger than this is no map: refused unread
-IMAGE_FORMAT = (
-    "image/png",
-    "PNG",
-)  # asked for (no detector keeps a service's formats), and as Pillow names it
+MAP_FORMAT = "image/png"  # asked for of a WMS (its detector keeps no formats) and an ArcGIS map service
+# the image formats an answer is judged in, as Pillow names them
+PILLOW_FORMATS = {"image/png": "PNG", "image/jpeg": "JPEG", "image/gif": "GIF", "image/webp": "WEBP"}
+TEMPLATE_KEY = re.compile(r"\{(\w+)\}")
 RANGE = "bytes=0-1023"
 RANGE_BYTES = 1024
 ONE_COLOUR = "all one colour"
@@ -104,14 +109,75 @@ def get_map(resource: Resource) -> OperationRequest:
     query = {
         "SERVICE": "WMS", "VERSION": version, "REQUEST": "GetMap", "LAYERS": layer.name, "STYLES": "",
         crs_key: "EPSG:4326", "BBOX": _numbers(box), "WIDTH": MAP_SIZE, "HEIGHT": MAP_SIZE,
-        "FORMAT": IMAGE_FORMAT[0],
+        "FORMAT": MAP_FORMAT,
     }  # fmt: skip
     return OperationRequest(CheckOperation.GET_MAP, with_query(resource.url, urlencode(query)), judge_image)
 
 
+@dataclass(frozen=True, slots=True)
+class Tile:
+    """Tile 0, 0 (top left) of the first (coarsest) tile matrix of a WMTS layer, in one of its formats."""
+
+    layer: str
+    style: str
+    image_format: str
+    matrix_set: str
+    matrix: str
+
+    def keys(self) -> dict[str, str]:
+        """Where the tile is, keyed as a tile URL template names it."""
+        return {
+            "Style": self.style, "TileMatrixSet": self.matrix_set, "TileMatrix": self.matrix, "TileRow": "0",
+            "TileCol": "0",
+        }  # fmt: skip
+
+    def query(self) -> dict[str, str]:
+        where = {k.upper(): v for k, v in self.keys().items()}
+        request = {"SERVICE": "WMTS", "REQUEST": "GetTile", "VERSION": "1.0.0", "LAYER": self.layer}
+        return request | {"STYLE": where.pop("STYLE"), "FORMAT": self.image_format} | where
+
+    def in_template(self, template: str) -> str | None:
+        """``template`` filled in (its keys in any case, as servers write them); None when it has keys a tile
+        does not fill (a dimension's)."""
+        values = {k.lower(): quote(v, safe="") for k, v in self.keys().items()}
+        if any(key.lower() not in values for key in TEMPLATE_KEY.findall(template)):
+            return None
+        return TEMPLATE_KEY.sub(lambda key: values[key[1].lower()], template)
+
+
 def get_tile(resource: Resource) -> OperationRequest:
-    """WMTS GetTile needs a tile matrix identifier and a format, which the WMTS detector does not keep."""
-    raise NoOperation("the WMTS detector keeps no tile matrix identifiers or formats to ask a tile of")
+    """WMTS GetTile of the first layer with what a tile needs: KVP at the endpoint, or the layer's tile URL
+    template where the service declares no KVP GetTile."""
+    kvp = resource.extra.get(wmts.GET_TILE_ENCODING) == "KVP"
+    for layer in resource.datasets:
+        tile = _first_tile(layer, kvp)
+        url = _tile_url(resource, layer, tile, kvp) if tile else None
+        if url:
+            judge = partial(judge_image, image_format=tile.image_format)
+            return OperationRequest(CheckOperation.GET_TILE, url, judge)
+    need = "" if kvp else " and a tile URL template (the service declares no KVP GetTile)"
+    raise NoOperation(f"no WMTS layer with an image format, a style and a tile matrix{need}")
+
+
+def _first_tile(layer: Dataset, kvp: bool) -> Tile | None:
+    """The layer's tile in its first format that is an image judged here (without KVP, of those it has a
+    template for); None when it lacks what a tile needs."""
+    templates = layer.extra.get(wmts.TILE_TEMPLATES, {})
+    formats = layer.extra.get(wmts.FORMATS, []) if kvp else list(templates)
+    image_format = next((f for f in formats if _mime(f) in PILLOW_FORMATS), None)
+    styles = layer.extra.get(wmts.STYLES, [])
+    matrices = layer.extra.get(wmts.FIRST_TILE_MATRIX, {})
+    if not (layer.name and image_format and styles and matrices):
+        return None
+    matrix_set, matrix = next(iter(matrices.items()))
+    return Tile(layer.name, styles[0], image_format, matrix_set, matrix)
+
+
+def _tile_url(resource: Resource, layer: Dataset, tile: Tile, kvp: bool) -> str | None:
+    if kvp:
+        return with_query(resource.url, urlencode(tile.query()))
+    filled = tile.in_template(layer.extra[wmts.TILE_TEMPLATES][tile.image_format])
+    return None if filled is None else urljoin(resource.url, filled)
 
 
 def get_feature(resource: Resource) -> OperationRequest:
@@ -195,6 +261,11 @@ def centre(box: BBox) -> BBox:
     return x - half_width, y - half_height, x + half_width, y + half_height
 
 
+def _mime(image_format: str) -> str:
+    """A format's media type, without its parameters (``image/png; mode=8bit``)."""
+    return image_format.partition(";")[0].strip().lower()
+
+
 def _numbers(values: BBox) -> str:
     return ",".join(f"{v:.6f}" for v in values)
 
@@ -210,13 +281,13 @@ def _first(resource: Resource, *, with_box: bool = False) -> Dataset:
 # --- judges ----------------------------------------------------------------------------------------------
 
 
-def judge_image(response: Response, max_bytes: int) -> str | None:
-    """A whole PNG, decoded within bounds; a warning when it is all one colour."""
+def judge_image(response: Response, max_bytes: int, image_format: str = MAP_FORMAT) -> str | None:
+    """A whole image of ``image_format``, decoded within bounds; a warning when it is all one colour."""
     body = _whole_body(response)
     _refuse_documents(body, max_bytes, "an image")
     with _decoded(body) as image:
-        if image.format != IMAGE_FORMAT[1]:
-            raise OperationFailed("wrong_format", f"a {image.format} image, not {IMAGE_FORMAT[0]}")
+        if image.format != PILLOW_FORMATS[_mime(image_format)]:
+            raise OperationFailed("wrong_format", f"a {image.format} image, not {image_format}")
         return ONE_COLOUR if image.getcolors(1) is not None else None
 
 
@@ -315,6 +386,4 @@ def _decoded(body: bytes) -> Image.Image:
 def _bounded(size: tuple[int, int]) -> None:
     width, height = size
     if width * height > MAX_PIXELS:
-        raise OperationFailed(
-            "image_too_large", f"a {width} x {height} image for a {MAP_SIZE} x {MAP_SIZE} map"
-        )
+        raise OperationFailed("image_too_large", f"a {width} x {height} image, over {MAX_PIXELS} pixels")

@@ -143,6 +143,7 @@ def read_capabilities(body: bytes, url: str, *, max_bytes: int = DEFAULT_MAX_BYT
         provider=description.provider,
         datasets=datasets,
         bbox=union_bbox(d.bbox for d in datasets),
+        extra=description.extra,
         content_sha256=sha256(body),
         conformance=conformance,
         defects=defects,

@@ -11,6 +11,7 @@ import math
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 from lxml import etree
@@ -60,6 +61,7 @@ class Description:
     keywords: list[str] = field(default_factory=list)
     provider: str | None = None
     datasets: list[Dataset] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)  # the resource's: what its operations need
 
 
 @dataclass(frozen=True, slots=True)
