@@ -135,7 +135,9 @@ def report_plot(run: Annotated[str, Query(max_length=MAX_NAME)], user: User, db:
 @router.get("/api/runs/{dag_id}/{run_id}", summary="The report of a DAG run")
 def run_report_json(dag_id: RunId, run_id: RunId, user: User, db: HarvestDatabase) -> dict:
     """A crawl run's per-level figures, resources per type and recall curve (the validation crawl for a
-    catalogue run), the per-source counts of a catalogue or archive run, the checks of a revisit run."""
+    catalogue run), the per-source counts of a catalogue or archive run; for a revisit run, its checks by
+    outcome, its operation checks by outcome with the failures' reasons, its 10 slowest and 10 least available
+    services (times, availability over 30 days) and the checks that changed or failed."""
     with db.connection() as conn:
         return run_report(conn, dag_id, run_id).as_json()
 

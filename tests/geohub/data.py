@@ -1,12 +1,14 @@
 """What the GeoHub tests search: resources loaded through the store as two harvest runs would load them, with
 known places, words and sources, hostile titles, abstracts and URLs (script injection), and two services
-with a history of revisit checks saved as a revisit saves them."""
+with a history of revisit checks saved as a revisit saves them. Apart, for a database of its own: a revisit
+run of a dozen services with known times and availabilities (``load_revisit_run``)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
-from geoweb.models import CheckResult, Conformance, Dataset, Page, Resource, RunStatus
+from geoweb.models import CheckResult, Conformance, Dataset, Due, Page, Resource, RunStatus, ScheduleState
 from geoweb.semantic import tag_datasets
 from geoweb.settings import Settings
 from geoweb.store import Store
@@ -282,3 +284,58 @@ def resource_id(dsn: str, resource: Resource) -> int:
     with Store(dsn) as store, store.conn.cursor() as cur:
         cur.execute("SELECT id FROM resources WHERE url = %s AND type = %s", resource.key)
         return cur.fetchone()[0]
+
+
+# --- a revisit run, for its report ---------------------------------------------------------------------------
+
+REVISIT_RUN = "scheduled__2026-03-01T10:00:00+00:00"
+EARLIER_REVISIT = "scheduled__2026-02-28T10:00:00+00:00"
+# Service i: 12 earlier checks of 1 s, of which 11 - i failed; in the run, its capabilities answered in
+# 0.1 i + 0.05 s. Service 0 changed, 1 timed out and is dead now, 2 was dead and answered again; GetMap fails
+# for 3 and 4 (not an image) and 5 (an exception report), and draws for 6 to 9.
+SERVICES = [Resource(url=f"{SITE}/services/{i}/wms", type="WMS", title=f"Service {i}") for i in range(12)]
+HOSTILE_SERVICE = Resource(url=f"{SITE}/files/{SCRIPT}.kml", type="KML", title="Hostile file")
+HOSTILE_REASON = "<script>document.title='pwned'</script>"
+FAILED_GETMAP = {3: "not_image", 4: "not_image", 5: "ogc_exception"}
+
+
+def load_revisit_run(dsn: str) -> None:
+    """The services found by a crawl, checked by an earlier revisit, then by ``REVISIT_RUN``, each check saved
+    as a revisit saves it."""
+    with Store(dsn) as store:
+        store.runs.begin(RUN_1, {})
+        pages = [found(r, f"{SITE}/services.html", 1) for r in (*SERVICES, HOSTILE_SERVICE)]
+        store.frontier.commit_pages(RUN_1, pages, 1, keyword_of={})
+        store.runs.end(RUN_1, RunStatus.SUCCESS, {})
+        due = {d.url: d for d in store.revisits.due(["WMS", "KML"], 100, 1e-6)}
+        for i, service in enumerate(SERVICES):
+            for n in range(12):
+                outcome = "failed" if n < 11 - i else "unchanged"
+                record(store, EARLIER_REVISIT, CheckResult(due[service.url], outcome, 1.0, total_seconds=1.0))
+            record(store, REVISIT_RUN, _run_check(i, due[service.url]))
+        getfile = CheckResult(due[HOSTILE_SERVICE.url], "failed", 0.1, operation="RangeRead",
+                              error_reason=HOSTILE_REASON)  # fmt: skip
+        hostile = CheckResult(
+            due[HOSTILE_SERVICE.url], "unchanged", 0.1, total_seconds=0.01, operation_check=getfile
+        )
+        record(store, REVISIT_RUN, hostile)
+
+
+def _run_check(i: int, due: Due) -> CheckResult:
+    if i == 1:
+        return CheckResult(due, "failed", 30.0, error_reason="timeout")
+    if i == 2:
+        due = replace(due, state=replace(due.state, dead=True))
+    getmap = None
+    if i in FAILED_GETMAP:
+        getmap = CheckResult(due, "failed", 0.2, operation="GetMap", error_reason=FAILED_GETMAP[i])
+    elif 6 <= i <= 9:
+        getmap = CheckResult(due, "ok", 0.2, operation="GetMap", total_seconds=0.2)
+    outcome = "changed" if i == 0 else "unchanged"
+    return CheckResult(due, outcome, 0.1 * i + 0.05, total_seconds=0.1 * i + 0.05, operation_check=getmap)
+
+
+def record(store: Store, run_id: str, result: CheckResult) -> None:
+    """Save a check; the one that timed out leaves its service dead."""
+    dead = result.error_reason == "timeout"
+    store.revisits.record_check(run_id, result, lambda outcome: (ScheduleState(3600.0, dead=dead), 3600.0))
