@@ -1,11 +1,12 @@
 """CSW 2.0.2 through GeoHub's /geohub/csw, read with OWSLib's client (the library QGIS MetaSearch uses): what
 the harvest holds, found by text, box and type, paged, each service's link leading to its capabilities, and a
-service's conformance level in its ISO record's data quality."""
+service's conformance level and what its checks measured in its ISO record's data quality."""
 
 from __future__ import annotations
 
 import psycopg2
 import pytest
+from lxml import etree
 from owslib import fes
 from owslib.csw import CatalogueServiceWeb
 from owslib.wfs import WebFeatureService
@@ -21,6 +22,17 @@ pytestmark = pytest.mark.testweb
 EPSG_4326 = "urn:ogc:def:crs:EPSG::4326"  # latitude first, as CSW 2.0.2 boxes in EPSG:4326 are
 ISO_19139 = "http://www.isotc211.org/2005/gmd"
 SITE = "http://quality.example/"
+# The quantitative reports of an ISO record's data quality, which OWSLib keeps only in the record's XML
+MEASURES = "gmd:dataQualityInfo/gmd:DQ_DataQuality/gmd:report/gmd:DQ_ConceptualConsistency"
+NAMESPACES = {
+    "gmd": ISO_19139,
+    "gco": "http://www.isotc211.org/2005/gco",
+    "xlink": "http://www.w3.org/1999/xlink",
+}
+PERCENT, UNITY, SECOND = (
+    "urn:ogc:def:uom:OGC::percent", "http://www.opengis.net/def/uom/OGC/1.0/unity",
+    "http://www.opengis.net/def/uom/SI/second",
+)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -247,3 +259,73 @@ def test_what_nothing_judges_has_no_data_quality_and_brief_records_none(csw, cat
     assert csw.records[judged].dataquality is None  # ISO's full element set only
     csw.getrecordbyid([judged], outputschema=ISO_19139)
     assert csw.records[judged].dataquality.conformancedegree in (["true"], ["false"])
+
+
+def measures(record) -> dict[str, tuple[str, str]]:
+    """An ISO record's measured values by the name of their measure, each with its unit."""
+    found = {}
+    for measure in etree.fromstring(record.xml).iterfind(MEASURES, NAMESPACES):
+        name = measure.findtext("gmd:nameOfMeasure/gco:CharacterString", namespaces=NAMESPACES)
+        result = measure.find("gmd:result/gmd:DQ_QuantitativeResult", NAMESPACES)
+        unit = result.find("gmd:valueUnit", NAMESPACES).get(f"{{{NAMESPACES['xlink']}}}href")
+        found[name] = (result.findtext("gmd:value/gco:Record", namespaces=NAMESPACES), unit)
+    return found
+
+
+def iso_records(csw: CatalogueServiceWeb, dsn: str, urls: list[str]) -> list:
+    """The ISO records of the resources at ``urls``, in that order."""
+    ids = dict(
+        stored(dsn, "SELECT url, 'urn:geoweb:resource:' || id FROM resources WHERE url = ANY(%s)", urls)
+    )
+    csw.getrecordbyid([ids[url] for url in urls], outputschema=ISO_19139)
+    return [csw.records[ids[url]] for url in urls]
+
+
+def test_a_checked_service_s_availability_response_time_and_inspire_verdicts(csw, catalogue_dsn):
+    """What a revisit measured, as OWSLib reads an ISO record: each INSPIRE criterion judged as a report on its
+    rule, the figures in the lineage statement, and each figure as a quantitative report in the XML."""
+    steady, flaky = iso_records(csw, catalogue_dsn, [data.STEADY.url, data.FLAKY.url])
+    availability_rule, getmap_rule = stored(
+        catalogue_dsn, "SELECT DISTINCT inspire_availability_rule, inspire_getmap_rule FROM resource_quality "
+        "WHERE type = 'WMS'",
+    )[0]  # fmt: skip
+    quality = steady.dataquality
+    assert (quality.conformancetitle, quality.conformancedegree) == (
+        [availability_rule, getmap_rule],
+        ["true", "true"],
+    )
+    assert quality.lineage == "Checked 54 times over 30 days: 100 % successful, median response time 0.39 s"
+    assert measures(steady) == {
+        "availability over 30 days": ("100", PERCENT),
+        "checks over 30 days": ("54", UNITY),
+        "median response time": ("0.39", SECOND),
+    }
+    quality = (
+        flaky.dataquality
+    )  # too few GetMap checks to judge its performance: that criterion has no report
+    assert (quality.conformancetitle, quality.conformancedegree) == ([availability_rule], ["false"])
+    assert quality.lineage == "Checked 30 times over 30 days: 66.67 % successful, median response time 2 s"
+    assert measures(flaky)["availability over 30 days"] == ("66.67", PERCENT)
+
+
+def test_a_judged_service_s_checks_follow_its_conformance_level(csw, catalogue_dsn):
+    judged = Resource(
+        url="http://checked.example/wms", type="WMS", version="1.3.0", title="Checked glaciers",
+        conformance=Conformance.CONFORMANT,
+    )  # fmt: skip
+    with Store(catalogue_dsn) as store:
+        store.frontier.commit_pages(CRAWL_RUN, [Page(SITE, None, 0, [judged])], 1, keyword_of={})
+        try:
+            data.checked(
+                store, judged, [("unchanged", "GetCapabilities", 0.25), ("failed", "GetCapabilities", None)]
+            )
+            [record] = iso_records(csw, catalogue_dsn, [judged.url])
+            quality = record.dataquality
+            assert (quality.conformancetitle, quality.conformancedegree) == (["OGC WMS 1.3.0"], ["true"])
+            assert quality.lineage == (
+                "Capabilities document read whole by OWSLib. "
+                "Checked 2 times over 30 days: 50 % successful, median response time 0.25 s"
+            )
+        finally:
+            with store.conn, store.conn.cursor() as cur:
+                cur.execute("DELETE FROM resources WHERE url = %s", (judged.url,))
