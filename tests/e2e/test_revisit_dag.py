@@ -124,3 +124,17 @@ def test_the_schedule_moves_on_after_an_unchanged_check(crawled, revisited):
         assert (state, failures, checks) == ("alive", 0, checked + 1)
         assert interval == min(2 * learned, MAX_INTERVAL)
         assert wait == pytest.approx(interval, abs=60)
+
+
+def test_the_report_tab_shows_the_checks_and_the_slowest_and_least_available_services(crawled, revisited, ui):
+    run_id, *_ = revisited
+    ui.open_report(DAG, run_id)
+    outcomes = ui.report("doc.querySelector('#outcomes').textContent")
+    assert all(f"{word} " in outcomes for word in ("checked", "unchanged", "newly dead", "revived")), outcomes
+    reasons = {(operation, reason): int(n) for operation, reason, n in ui.report_table("failure-reasons")}
+    arcgis = sum(key[1] == "ARCGIS-MAPSERVER" for key in crawled)
+    assert reasons[("GetMap", "not_image")] >= 1 and reasons.get(("Export", "html"), 0) >= arcgis
+    slowest = [float(seconds) for _, _, seconds, *_ in ui.report_table("slowest")]
+    assert len(slowest) == min(10, len(crawled)) and slowest == sorted(slowest, reverse=True)
+    least = [float(percent.removesuffix(" %")) for _, _, percent, *_ in ui.report_table("least-available")]
+    assert len(least) == min(10, len(crawled)) and least == sorted(least)
