@@ -56,6 +56,7 @@ class Run:
     body_bytes: int  # the crawler's fetch/bytes: bodies read
     not_modified: int  # unchanged/not_modified: a 304, carried over
     same_bytes: int  # unchanged/same_bytes: read again, the same signature, carried over
+    not_due: int  # unchanged/not_due: left out by the revisit budget, carried over unasked
     deferred: int  # defer/*: left to a later run (the memory bound among them)
     crawl_seconds: float  # crawl_to_jsonl alone
     wall_seconds: float  # the process, start-up included
@@ -86,6 +87,8 @@ def crawl_once(spec: WebSpec, args) -> None:
     from geoweb.models import ALL_TYPES
 
     states = PageStates(args.state)
+    if states.known and args.revisit_share < 1:  # a later run: the revisit budget chooses what it asks
+        states.revisit_budget = round(args.revisit_share * len(states.known))
     started = time.perf_counter()
     with args.output.open("w", encoding="utf-8") as out:
         report = asyncio.run(crawl_to_jsonl(spec.seeds(), settings_for(spec, args), ALL_TYPES, out, states))
@@ -126,7 +129,7 @@ def run_child(n: int, spec: WebSpec, args, state: Path) -> tuple[Run, set[tuple[
     cmd = [sys.executable, "-m", "bench.bench_recrawl", "--child", "--pages", str(spec.pages)]
     cmd += ["--hosts", str(spec.hosts), "--services", str(spec.services), "--root", str(args.root)]
     cmd += ["--concurrency", str(args.concurrency), "--per-host", str(args.per_host)]
-    cmd += ["--max-memory-mb", str(args.max_memory_mb)]
+    cmd += ["--max-memory-mb", str(args.max_memory_mb), "--revisit-share", str(args.revisit_share)]
     cmd += ["--max-level", str(args.max_level), "--state", str(state), "--output", str(output)]
     host_directives = {h: NO_VALIDATORS for h in without_validators(spec)}
     err_path = args.root / f"recrawl-run{n}.stderr"
@@ -150,6 +153,7 @@ def run_child(n: int, spec: WebSpec, args, state: Path) -> tuple[Run, set[tuple[
         body_bytes=stats["fetch/bytes"],
         not_modified=stats["unchanged/not_modified"],
         same_bytes=stats["unchanged/same_bytes"],
+        not_due=stats["unchanged/not_due"],
         deferred=sum(v for k, v in stats.items() if k.startswith("defer/")),
         crawl_seconds=round(child["seconds"], 2),
         wall_seconds=round(wall, 2),
@@ -178,7 +182,8 @@ def markdown(runs: list[Run], spec: WebSpec, manifest: dict, args) -> tuple[str,
     rows = [
         f"Web: {spec.pages:,} pages over {spec.hosts} hosts ({len(without_validators(spec))} of them without "
         f"validators), {manifest['capabilities_links']:,} links to capabilities documents; concurrency "
-        f"{args.concurrency}, per host {args.per_host}; depth {args.max_level}; {os.cpu_count()} CPUs.",
+        f"{args.concurrency}, per host {args.per_host}; depth {args.max_level}; {os.cpu_count()} CPUs; the "
+        f"second run's revisit budget {args.revisit_share:.0%} of the URLs its state holds.",
         "",
         "| measure | first run | second run | second / first | target |",
         "|---|---:|---:|---:|---:|",
@@ -203,7 +208,8 @@ def markdown(runs: list[Run], spec: WebSpec, manifest: dict, args) -> tuple[str,
     ):
         rows.append(f"| {label} | {first.served.get(key, 0):,} | {second.served.get(key, 0):,} | | |")
     rows.append(
-        f"| carried over: 304 / same bytes | 0 / 0 | {second.not_modified:,} / {second.same_bytes:,} | | |"
+        f"| carried over: 304 / same bytes / not due | 0 / 0 / 0 | {second.not_modified:,} / "
+        f"{second.same_bytes:,} / {second.not_due:,} | | |"
     )
     rows.append(f"| deferred | {first.deferred:,} | {second.deferred:,} | | 0 |")
     rows.append(f"| resources listed | {first.keys:,} | {second.keys:,} | | all of the first |")
@@ -224,6 +230,12 @@ def main() -> None:
     parser.add_argument("--per-host", type=int, default=defaults.per_host_concurrency)
     parser.add_argument("--max-level", type=int, default=defaults.max_level)
     parser.add_argument("--max-memory-mb", type=int, default=4096, help="the crawl's max_memory_bytes")
+    parser.add_argument(
+        "--revisit-share",
+        type=float,
+        default=0.25,
+        help="the second run's revisit budget, a share of the URLs the state holds (1: ask them all)",
+    )
     parser.add_argument("--root", type=Path, default=DEFAULT_ROOT)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--state", type=Path, help=argparse.SUPPRESS)

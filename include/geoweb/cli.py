@@ -34,6 +34,7 @@ CRAWL_PARAMS = {
     "max_pages_per_host": (),
     "link_budget": (),
     "link_min_score": ("--min-score",),
+    "revisit_budget": (),
 }
 REVISIT_PARAMS = {
     "batch_size": (),
@@ -78,11 +79,6 @@ def _add_crawl(commands) -> None:
         "--state", type=Path, metavar="PATH",
         help="a file the crawl keeps between runs: unchanged pages are carried over (conditional requests),"
         " and the output lists every resource held, each with its verdict (new, changed, unchanged, gone)",
-    )  # fmt: skip
-    crawl.add_argument(
-        "--revisit-budget", type=int, metavar="N",
-        help="with --state: request at most N of the URLs the state holds, those likeliest to have changed"
-        " (new URLs are always requested; default: all)",
     )  # fmt: skip
     crawl.add_argument(
         "--plot", type=Path, help="write a PNG of resources and discovery ratio per level, and recall"
@@ -286,7 +282,7 @@ def _crawl(args) -> int:
         return 2
     # the depth is the param's default, as in a DAG run; the other settings not given come from GEOWEB_*
     overrides = {"max_level": HarvestParams.max_level}
-    for name in CRAWL_PARAMS.keys() - {"seeds", "types"}:
+    for name in CRAWL_PARAMS.keys() - {"seeds", "types", "revisit_budget"}:
         if getattr(args, name) is not None:
             overrides[name] = getattr(args, name)
     if "allowed_hosts" in overrides:

@@ -81,7 +81,7 @@ def values_from_conf(cls: type, conf: Mapping[str, Any] | None) -> dict[str, Any
         if value is None:  # absent, or left empty in the form
             value = default
         check_value(name, schema, value)
-        if value_type(schema) == "integer":
+        if value is not None and value_type(schema) == "integer":
             value = int(value)  # JSON Schema counts 5.0 as an integer
         values[name] = _frozen(value)
     return values

@@ -88,6 +88,13 @@ def test_a_second_run_of_a_crawl_asks_with_its_validators_and_carries_over_what_
         assert store.runs.crawl_costs(first_id) == [(first_id, first["costs"])]
         assert store.runs.report_png(second_id).startswith(b"\x89PNG")
 
+        # a revisit budget of one page: the run asks the one whose revisit is worth most, carries the rest over
+        site.conditional.clear()
+        budget_id, budgeted = harvest(store, HarvestParams.from_conf(conf | {"revisit_budget": 1}))
+        assert len(site.conditional) == 1 and budgeted["costs"]["not_due"] == 3
+        assert run_resources(store, budget_id) == {"a.kml": "Parks", "b.kml": "Rivers and canals"}
+        assert budgeted["urls"] == 4  # a page carried over unasked is a visit of the run all the same
+
         site.conditional.clear()
         harvest(store, HarvestParams.from_conf(conf | {"full_recrawl": True}))
         assert [sent for _, sent in site.conditional] == [None] * 4

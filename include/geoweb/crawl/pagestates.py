@@ -25,6 +25,7 @@ import heapq
 import json
 import math
 import os
+import sys
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
@@ -136,15 +137,28 @@ def _poisson_rate(visits: int, changes: float, seconds_between_visits: float) ->
     return -math.log((visits - changes + 0.5) / (visits + 0.5)) / seconds_between_visits
 
 
+RevisitKey = tuple[float, int, float, str]
+
+
+def revisit_key(url: str, state: PageState, now: float) -> RevisitKey:
+    """The order known URLs are revisited in: the largest ``revisit_value`` first (URLs read only once before
+    any other), ties by level (lower first), then by the oldest visit; finite, so that it fits in JSON."""
+    return (-min(state.revisit_value(now), sys.float_info.max), state.level, state.visited_at, url)
+
+
 def revisits(pages: Mapping[str, PageState], now: float, budget: int) -> set[str]:
-    """The ``budget`` known URLs a run revisits: the largest ``revisit_value`` first (URLs read only once
-    before any other), ties by level (lower first), then by the oldest visit."""
-    ranked = heapq.nsmallest(
-        max(budget, 0),
-        pages.items(),
-        key=lambda item: (-item[1].revisit_value(now), item[1].level, item[1].visited_at, item[0]),
-    )
+    """The ``budget`` known URLs a run revisits, first in ``revisit_key`` order."""
+    ranked = heapq.nsmallest(max(budget, 0), pages.items(), key=lambda item: revisit_key(*item, now))
     return {url for url, _ in ranked}
+
+
+def revisit_cutoff(pages: Iterable[tuple[str, PageState]], now: float, budget: int) -> RevisitKey | None:
+    """The ``revisit_key`` of the last of the ``budget`` URLs a run revisits, of ``pages`` streamed (a crawl's
+    kept states); None when they are no more than the budget. A URL is due when its key is at most this."""
+    if budget <= 0:
+        return (-sys.float_info.max, -1, -sys.float_info.max, "")  # before every key: none is due
+    ranked = heapq.nsmallest(budget + 1, (revisit_key(url, state, now) for url, state in pages))
+    return ranked[budget - 1] if len(ranked) > budget else None
 
 
 def _validator_date(value: str | None, now: float) -> str | None:
@@ -159,10 +173,17 @@ def _validator_date(value: str | None, now: float) -> str | None:
 class PageStates:
     """Every URL's state, read from and written to one gzip'd JSON file (``--state PATH``)."""
 
-    def __init__(self, path: Path | None = None, revisit_budget: int | None = None):
+    def __init__(
+        self,
+        path: Path | None = None,
+        revisit_budget: int | None = None,
+        cutoff: tuple[float, RevisitKey | None] | None = None,
+    ):
         self.path = path
         self.revisit_budget = revisit_budget  # known URLs a run requests; None: all of them
-        self.chosen: set[str] | None = None  # the known URLs this run revisits, once chosen
+        # (when it was drawn, the key of the last URL revisited): drawn from the budget at the first URL asked
+        # about, or given (a crawl DAG run draws it once for all its shards)
+        self.cutoff = cutoff
         self.pages: dict[str, PageState] = {}
         self.visited: set[str] = set()  # URLs this run fetched or carried over
         self.gone_pages: set[str] = set()  # answered 404 or 410 this run
@@ -178,18 +199,22 @@ class PageStates:
         return self.pages.get(url)
 
     def due(self, url: str) -> bool:
-        """Whether this run requests a URL the state file held: all of them without a revisit budget, else
-        those ``revisits`` chooses, once, at the first URL asked about, and any not read whole for
+        """Whether this run requests a URL the state holds: all of them without a revisit budget or cutoff,
+        else those up to the cutoff in ``revisit_key`` order (the budget's share), and any not read whole for
         ``FULL_READ_SECONDS`` (its validators may lie)."""
-        if self.revisit_budget is None:
-            return True
         state = self.pages.get(url)
-        if state is not None and time.time() - state.read_at >= FULL_READ_SECONDS:
+        if state is None:  # not held: the crawl fetches it as new, never as a revisit
+            return False
+        if time.time() - state.read_at >= FULL_READ_SECONDS:
             return True
-        if self.chosen is None:
-            held = {u: self.pages[u] for u in self.known if u in self.pages}
-            self.chosen = revisits(held, time.time(), self.revisit_budget)
-        return url in self.chosen
+        if self.cutoff is None and self.revisit_budget is not None:
+            now = time.time()
+            held = ((u, self.pages[u]) for u in self.known if u in self.pages)
+            self.cutoff = (now, revisit_cutoff(held, now, self.revisit_budget))
+        if self.cutoff is None or self.cutoff[1] is None:
+            return True
+        drawn_at, last = self.cutoff
+        return revisit_key(url, state, drawn_at) <= last
 
     def unchanged(self, url: str, response: Response, asked: dict[str, str]) -> Unchanged | None:
         """Whether the answer shows the page as remembered; counts the visit either way."""

@@ -40,6 +40,7 @@ def start_run(store: Store, run_id: str, params: HarvestParams) -> int:
     """Begin (or resume) the run and add its seeds at level 0, and with ``catch_up`` what the run before
     deferred, at its levels; returns the new seeds."""
     store.runs.begin(run_id, params.to_conf(), crawl=params.crawl_name())
+    _draw_revisit_cutoff(store, run_id, params)
     seeds = _level_zero(params, ((seed, None, None) for seed in params.seeds))
     added = store.frontier.add_urls(run_id, 0, seeds, params.shards)
     log.info("run %s: %d seeds, %d new to the run", run_id, len(seeds), added)
@@ -47,6 +48,18 @@ def start_run(store: Store, run_id: str, params: HarvestParams) -> int:
         earlier, taken = store.frontier.take_deferred(run_id, params.shards)
         log.info("run %s: catch-up: %d URLs that run %s deferred are new to this run", run_id, taken, earlier)
     return added
+
+
+def _draw_revisit_cutoff(store: Store, run_id: str, params: HarvestParams) -> None:
+    """With a revisit budget, the known pages the run asks again, drawn once for all its shards."""
+    if params.revisit_budget is None or params.full_recrawl:
+        store.runs.set_revisit_cutoff(run_id, None)
+        return
+    now = time.time()
+    last = store.page_states.revisit_cutoff(params.crawl_name(), params.revisit_budget, now)
+    store.runs.set_revisit_cutoff(run_id, (now, last))
+    log.info("run %s: revisit budget %d of the pages crawl %s keeps: %s", run_id, params.revisit_budget,
+             params.crawl_name(), "all of them" if last is None else "those up to the cutoff")  # fmt: skip
 
 
 def seed_search(
@@ -200,9 +213,8 @@ class ShardRun:
         self.store, self.run_id, self.level, self.shard, self.params = store, run_id, level, shard, params
         self.started = time.monotonic()
         self.crawl = params.crawl_name()
-        self.states = (
-            PageStates()
-        )  # what the crawl's earlier runs kept of the URLs read and not yet committed
+        # what the crawl's earlier runs kept of the URLs read and not yet committed, and which it asks again
+        self.states = PageStates(cutoff=store.runs.revisit_cutoff(run_id))
         self.keyword_of: dict[str, str | None] = {}  # the search keyword of each page read, for its links
         self.handed: set[str] = set()  # URLs given to the engine: a deeper URL is given once
         self.commit_seconds = 0.0

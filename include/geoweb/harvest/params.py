@@ -262,6 +262,17 @@ class HarvestParams:
         section=POLITENESS,
         type="boolean",
     )
+    revisit_budget: int | None = param(
+        None,
+        "Pages the crawl's earlier runs read that this run asks again at most, those whose revisit is worth "
+        "most first (read only once, then likeliest to have changed, by each page's history); the others are "
+        "carried over unasked, with their links and resources. New pages are always fetched, and a page not "
+        "read whole for a week is asked whatever the budget. Empty (the default): ask every known page.",
+        section=POLITENESS,
+        optional=True,
+        type="integer",
+        minimum=0,
+    )
     link_budget: float = param(
         _DEFAULTS.link_budget,
         "Share of each level's links followed, best topical score first (links are scored by anchor text and "

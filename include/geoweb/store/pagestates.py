@@ -8,8 +8,10 @@ from collections.abc import Iterable, Mapping
 
 from psycopg2.extras import execute_values
 
-from geoweb.crawl.pagestates import PageState, page_state, state_values
+from geoweb.crawl.pagestates import PageState, RevisitKey, page_state, revisit_cutoff, state_values
 from geoweb.store.repository import PAGE_SIZE, Repository
+
+CUTOFF_BATCH = 10_000  # states read per round trip when a run draws its revisit cutoff
 
 _UPSERT = """
 INSERT INTO page_states (crawl, url, state) VALUES %s
@@ -43,6 +45,23 @@ class PageStatesTable(Repository):
                     "(SELECT geoweb_url_hash(u), u FROM unnest(%s::text[]) u)",
                     (crawl, sorted(gone)),
                 )
+
+    def revisit_cutoff(self, crawl: str, budget: int, now: float) -> RevisitKey | None:
+        """The revisit key of the last of the ``budget`` URLs ``crawl`` keeps that a run asks again
+        (``pagestates.revisit_cutoff``), its states streamed with what the order needs and nothing more."""
+        fields = ("visits", "changes", "visited_at", "visit_seconds", "level")
+        with self.conn, self.conn.cursor(name="revisit_cutoff") as cur:
+            cur.itersize = CUTOFF_BATCH
+            cur.execute(
+                f"SELECT url, {', '.join(f'state->{name!r}' for name in fields)} FROM page_states "
+                "WHERE crawl = %s",
+                (crawl,),
+            )
+            kept = (
+                (url, page_state({k: v for k, v in zip(fields, values, strict=True) if v is not None}))
+                for url, *values in cur
+            )
+            return revisit_cutoff(kept, now, budget)
 
     def count(self, crawl: str) -> int:
         with self._transaction() as cur:

@@ -10,6 +10,7 @@ from typing import Any
 
 import psycopg2
 
+from geoweb.crawl.pagestates import RevisitKey
 from geoweb.errors import StoreError
 from geoweb.links.priority import PERCENTS, RecallCurve, recall_curve
 from geoweb.models import LevelStats, RecordedLink, RunStatus, URLStatus
@@ -79,6 +80,24 @@ class Runs(Repository):
         if row is None:
             raise StoreError(f"unknown run {run_id!r}")
         return row[0]
+
+    def set_revisit_cutoff(self, run_id: str, cutoff: tuple[float, RevisitKey | None] | None) -> None:
+        """Keep the run's revisit cutoff (``PageStates.cutoff``), drawn once for all its shards."""
+        with self._transaction() as cur:
+            cur.execute(
+                "UPDATE crawl_runs SET revisit_cutoff = %s WHERE run_id = %s",
+                (None if cutoff is None else json_text(cutoff, f"run {run_id} revisit cutoff"), run_id),
+            )
+
+    def revisit_cutoff(self, run_id: str) -> tuple[float, RevisitKey | None] | None:
+        """The run's revisit cutoff, or None (every known page is asked)."""
+        with self._transaction() as cur:
+            cur.execute("SELECT revisit_cutoff FROM crawl_runs WHERE run_id = %s", (run_id,))
+            row = cur.fetchone()
+        if row is None or row[0] is None:
+            return None
+        drawn_at, last = row[0]
+        return drawn_at, None if last is None else tuple(last)
 
     # --- costs ---
 
