@@ -50,14 +50,18 @@ trigger geoweb_crawl --conf '{{"seeds": ["https://..."], "max_level": 3}}'`) and
 maps.example.org and 2 more`), and its log lists every resource as it is found (`found WMS https://... (12
 datasets) on https://...`), then the shard's counts. The run's page has a **GeoWeb report** tab: the
 per-level table, the plot (resources and URLs fetched per level, discovery ratio, recall curve of the link
-budget), resources per type and links into GeoHub filtered to the run and to each type.
+budget, and the cost of the crawl's last runs side by side), the run's cost (requests, bytes read, pages new,
+changed and gone, pages carried over and the bytes that saved), resources per type and links into GeoHub
+filtered to the run and to each type.
 
 **Continuing a crawl**: the runs of one crawl (the field `crawl`; empty, it is named after the seeds and search
 providers, so every scheduled run continues the one before) share what they learnt of each URL, in the table
 `page_states`: a run asks with the validators the last one kept (If-None-Match, If-Modified-Since) and
 carries a 304, or the same bytes, over unread, with the page's links and resources; each shard's summary
-counts them (`not_modified`, `unchanged`). Every URL is read whole at least once a week; `full_recrawl` reads
-them all whole now.
+counts them (`not_modified`, `same_bytes`). With `revisit_budget`, the run asks again at most that many
+known pages, those whose revisit is worth most (read once, then likeliest to have changed by their history),
+and carries the others over unasked (`not_due`). Every URL is read whole at least once a week;
+`full_recrawl` reads them all whole now.
 
 **Tasks**:
 
@@ -77,8 +81,10 @@ them all whole now.
   so one task at a time crawls a given host and politeness (robots.txt, per-host delay and concurrency) holds
   across workers. OGC services, OGC APIs, STAC, ArcGIS REST services and files are recognised and validated;
   pages, resources and new links are committed in batches of 50 pages or every 2 s. A URL enters the
-  frontier at most once per run, whichever worker finds it. A level without shards skips its mapped task;
-  the next `plan_level` and `finish_run` still run.
+  frontier at most once per run, whichever worker finds it. Without a link budget a shard runs on to its
+  hosts' next level as its pages commit them, so a slow host elsewhere holds none of them; a URL's level
+  stays its hop count from the seeds. A level without shards skips its mapped task; the next `plan_level`
+  and `finish_run` still run.
 - `finish_run` logs the per-level table (URLs, resources, discovery ratio), stores it and a PNG plot of it
   with the run (`crawl_runs.summary`, `crawl_runs.report_png`) and marks the run `success`.
 
