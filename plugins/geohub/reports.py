@@ -23,6 +23,7 @@ from markupsafe import Markup
 
 from geohub.access import User
 from geohub.harvest_db import HarvestDatabase
+from geoweb.crawl.report import CrawlReport
 from geoweb.geohub.query import MAX_NAME
 from geoweb.geohub.reports import (
     CrawlRunReport,
@@ -174,28 +175,19 @@ def render(report: RunReport, geohub: str) -> str:
 
 
 def _crawl_figures(crawl: CrawlRunReport | None, geohub: str) -> dict[str, Any] | None:
-    """What the page shows of a finished crawl beyond its report: links, resources per type, the levels' sums;
-    None before its figures are stored."""
+    """What the page shows of a finished crawl beyond its report: its levels and totals as its stored summary
+    gives them (``CrawlReport.from_summary``), links, resources per type, most first; None before its figures
+    are stored."""
     summary = crawl.summary if crawl else None
     if not summary or "levels" not in summary:
         return None
-    levels = summary["levels"]
-    urls, resources = summary.get("urls", 0), summary.get("resources", 0)
+    stored = CrawlReport.from_summary(summary)
+    totals = stored.totals()
     return {
-        "levels": levels,
-        "total": {
-            "urls": urls,
-            "resources": resources,
-            "failures": sum(s["failures"] for s in levels),
-            "deferred": sum(s.get("deferred", 0) for s in levels),
-            "discovery_ratio": resources / urls if urls else 0.0,
-            "seconds": sum(s["seconds"] for s in levels),
-        },
-        "deferred_hosts": max((s.get("deferred_hosts", 0) for s in levels), default=0),
+        "levels": stored.levels,
+        "total": totals,
         "costs": summary.get("costs"),
-        "by_type": sorted(
-            (summary.get("resources_by_type") or {}).items(), key=lambda item: (-item[1], item[0])
-        ),
+        "by_type": sorted(totals.by_type, key=lambda item: (-item[1], item[0])),
         "search": f"{geohub}/?" + urlencode({"run": crawl.run_id, "in_view": "false"}),
         "plot": f"{geohub}/runs/plot.png?" + urlencode({"run": crawl.run_id}) if crawl.has_plot else None,
     }

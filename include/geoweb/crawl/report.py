@@ -3,10 +3,32 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 from geoweb.links.priority import RecallCurve
 from geoweb.models import LevelStats
+
+LEVEL_FIELDS = tuple(f.name for f in fields(LevelStats))
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlTotals:
+    """A crawl's figures over all its levels: the table's last rows, the stored summary and GeoHub's report
+    all show these."""
+
+    urls: int
+    resources: int
+    failures: int
+    deferred: int
+    deferred_hosts: int  # the most hosts set aside in one level
+    seconds: float
+    by_type: tuple[tuple[str, int], ...]  # resources per type, by type
+
+    @property
+    def discovery_ratio(self) -> float:
+        return self.resources / self.urls if self.urls else 0.0
 
 
 @dataclass
@@ -19,44 +41,80 @@ class CrawlReport:
     # (run id, costs) of the crawl's last runs up to this one, oldest first (``store.runs.COST_FIELDS``)
     costs: list[tuple[str, dict[str, int]]] = field(default_factory=list)
 
+    @classmethod
+    def of_levels(cls, levels: list[LevelStats], resources_by_type: Counter) -> CrawlReport:
+        """The report of a harvest run: its levels run one after the other, so its seconds are theirs summed."""
+        return cls(levels, resources_by_type, seconds=sum(s.seconds for s in levels))
+
+    @classmethod
+    def from_summary(cls, summary: Mapping[str, Any]) -> CrawlReport:
+        """The report of a stored ``summary``, its levels as stored (seconds to a tenth); a figure a level row
+        lacks (stored before it was counted) is its ``LevelStats`` default."""
+        levels = [
+            LevelStats(**{k: v for k, v in row.items() if k in LEVEL_FIELDS}) for row in summary["levels"]
+        ]
+        return cls.of_levels(levels, Counter(summary.get("resources_by_type") or {}))
+
     @property
     def urls(self) -> int:
-        return sum(s.urls for s in self.levels)
+        return self.totals().urls
 
     @property
     def resources(self) -> int:
-        return sum(s.resources for s in self.levels)
+        return self.totals().resources
 
     @property
     def requests(self) -> int:
         return self.stats["fetch/requests"]
 
+    def totals(self) -> CrawlTotals:
+        return CrawlTotals(
+            urls=sum(s.urls for s in self.levels),
+            resources=sum(s.resources for s in self.levels),
+            failures=sum(s.failures for s in self.levels),
+            deferred=sum(s.deferred for s in self.levels),
+            deferred_hosts=max((s.deferred_hosts for s in self.levels), default=0),
+            seconds=self.seconds,
+            by_type=tuple(sorted(self.resources_by_type.items())),
+        )
+
+    def summary(self) -> dict[str, Any]:
+        """What a harvest run stores of the report (``crawl_runs.summary``, read back by ``from_summary``):
+        each level's row, the totals of URLs, resources and deferred URLs, and the resources per type; the
+        other totals follow from the level rows."""
+        totals = self.totals()
+        return {
+            "levels": [
+                {"level": s.level, "urls": s.urls, "resources": s.resources, "failures": s.failures,
+                 "deferred": s.deferred, "deferred_hosts": s.deferred_hosts,
+                 "discovery_ratio": round(s.discovery_ratio, 4), "seconds": round(s.seconds, 1)}
+                for s in self.levels
+            ],
+            "urls": totals.urls,
+            "resources": totals.resources,
+            "deferred": totals.deferred,
+            "resources_by_type": dict(totals.by_type),
+        }  # fmt: skip
+
     def table(self) -> str:
         """A plain-text summary: one row per level, totals, resources per type and requests per resource."""
+        totals = self.totals()
         rows = [
             f"{'level':>5}  {'URLs fetched':>12}  {'resources':>9}  {'failures':>8}  {'deferred':>8}  "
-            f"{'ratio':>8}  {'secs':>7}"
+            f"{'ratio':>8}  {'secs':>7}",
+            *(_table_row(s.level, s) for s in self.levels),
+            _table_row("all", totals),
         ]
-        for s in self.levels:
+        if totals.deferred_hosts:
             rows.append(
-                f"{s.level:>5}  {s.urls:>12}  {s.resources:>9}  {s.failures:>8}  {s.deferred:>8}  "
-                f"{s.discovery_ratio:>8.4f}  {s.seconds:>7.1f}"
+                f"hosts set aside (time or failure budget, level deadline): {totals.deferred_hosts} at most "
+                "in a level"
             )
-        ratio = self.resources / self.urls if self.urls else 0.0
-        rows.append(
-            f"{'all':>5}  {self.urls:>12}  {self.resources:>9}  {sum(s.failures for s in self.levels):>8}  "
-            f"{sum(s.deferred for s in self.levels):>8}  {ratio:>8.4f}  {self.seconds:>7.1f}"
-        )
-        if aside := max((s.deferred_hosts for s in self.levels), default=0):
-            rows.append(
-                f"hosts set aside (time or failure budget, level deadline): {aside} at most in a level"
-            )
-        types = ", ".join(f"{t} {n}" for t, n in sorted(self.resources_by_type.items())) or "none"
-        rows.append(f"resources by type: {types}")
-        per_resource = f"{self.requests / self.resources:.1f}" if self.resources else "n/a"
+        rows.append(f"resources by type: {', '.join(f'{t} {n}' for t, n in totals.by_type) or 'none'}")
+        per_resource = f"{self.requests / totals.resources:.1f}" if totals.resources else "n/a"
         rows.append(
             f"HTTP requests: {self.requests} ({per_resource} per resource found); "
-            f"pages/s: {self.urls / self.seconds if self.seconds else 0:.0f}"
+            f"pages/s: {totals.urls / totals.seconds if totals.seconds else 0:.0f}"
         )
         return "\n".join(rows)
 
@@ -126,3 +184,10 @@ def _plot_costs(ax, costs: list[tuple[str, dict[str, int]]]) -> None:
     megabytes.plot(runs, [c["bytes_read"] / 1e6 for _, c in costs], "o-", color="#d95f02")
     megabytes.set_ylabel("MB read", color="#d95f02")
     megabytes.set_ylim(bottom=0)
+
+
+def _table_row(label: int | str, figures: LevelStats | CrawlTotals) -> str:
+    return (
+        f"{label:>5}  {figures.urls:>12}  {figures.resources:>9}  {figures.failures:>8}  {figures.deferred:>8}  "
+        f"{figures.discovery_ratio:>8.4f}  {figures.seconds:>7.1f}"
+    )

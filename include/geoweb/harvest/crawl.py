@@ -297,28 +297,19 @@ def finish_run(store: Store, run_id: str) -> dict[str, Any]:
     """Log the run's per-level table and recall curve of the link budget, store them with the PNG plot of
     resources and discovery ratio per level and of the curve, and mark the run a success; returns the
     summary."""
-    report = CrawlReport(levels=store.runs.level_stats(run_id))
-    report.resources_by_type = Counter(record["type"] for record in store.resources.export(run_id))
-    report.seconds = sum(s.seconds for s in report.levels)
+    levels = store.runs.level_stats(run_id)
+    by_type = Counter(record["type"] for record in store.resources.export(run_id))
+    report = CrawlReport.of_levels(levels, by_type)
     report.recall = store.runs.recall_curve(run_id)
     report.costs = store.runs.crawl_costs(run_id)
     log.info("run %s:\n%s\n%s", run_id, level_table(report), report.recall.table())
     png = io.BytesIO()
     report.plot(png)
     summary = {
-        "levels": [
-            {"level": s.level, "urls": s.urls, "resources": s.resources, "failures": s.failures,
-             "deferred": s.deferred, "deferred_hosts": s.deferred_hosts,
-             "discovery_ratio": round(s.discovery_ratio, 4), "seconds": round(s.seconds, 1)}
-            for s in report.levels
-        ],
-        "urls": report.urls,
-        "resources": report.resources,
-        "deferred": sum(s.deferred for s in report.levels),
-        "resources_by_type": dict(sorted(report.resources_by_type.items())),
+        **report.summary(),
         "recall": report.recall.summary(),
         "costs": report.costs[-1][1] if report.costs else store.runs.costs(run_id),
-    }  # fmt: skip
+    }
     store.runs.end(run_id, RunStatus.SUCCESS, summary, report_png=png.getvalue())
     return summary
 
