@@ -11,6 +11,8 @@ import uuid
 from collections.abc import Iterator
 
 import geopandas
+import numpy
+import pyarrow.parquet
 import pyogrio
 import pytest
 import shapely
@@ -19,11 +21,27 @@ from geoweb.harvest.export import FORMATS, GEOMETRY, LAYERS, export_run, layers_
 from geoweb.models import Dataset
 from geoweb.store import Store, StoreError
 from geoweb.store.resources import EXPORT_LAYERS
+from tests.geohub.data import checked
 from tests.store.pages import kml, page, wms
 from tests.store.queries import rows
 
 HOSTILE = "Rivers, \"lakes\" and\nreservoirs; 河川 — Ünïcode, 'quoted'\n\nand a tab\there"
 LONG = " ".join(["Flüsse,"] * 2_400)  # an abstract near the longest the store keeps
+# The WMS's revisits: two capabilities answered in 0.2 and 0.6 seconds, one failed; too few for INSPIRE
+WMS_CHECKS = [
+    ("unchanged", "GetCapabilities", 0.2),
+    ("unchanged", "GetCapabilities", 0.6),
+    ("failed", "GetCapabilities", None),
+]
+WMS_QUALITY = {
+    "checks_30d": 3, "availability_30d_percent": 66.67, "response_median": 0.4,
+    "inspire_availability": "not enough checks", "inspire_getmap": "not enough checks",
+}  # fmt: skip
+# their types as GDAL reads the fields (and pandas names Arrow's): integer, real, text
+QUALITY_TYPES = {
+    "checks_30d": "int32", "availability_30d_percent": "float64", "response_median": "float64",
+    "inspire_availability": "object", "inspire_getmap": "object",
+}  # fmt: skip
 
 
 def loaded_resources(site: str) -> list:
@@ -46,15 +64,19 @@ def loaded_resources(site: str) -> list:
 
 
 @pytest.fixture(scope="module")
-def loaded(postgis_dsn) -> Iterator[tuple[str, str]]:
-    """The DSN and a run of this module's own."""
+def loaded(postgis_database) -> Iterator[tuple[str, str]]:
+    """The DSN of a database of this module's own (saving checks puts every resource on the revisit schedule)
+    and a run whose WMS has been checked."""
     site, run_id = f"http://{uuid.uuid4().hex[:12]}.example", f"test-{uuid.uuid4().hex[:12]}"
     resources = loaded_resources(site)
-    with Store(postgis_dsn) as store:
-        store.runs.begin(run_id, {})
-        store.frontier.commit_pages(run_id, [page(f"{site}/maps", 1, f"{site}/", resources[:2])], 4)
-        store.frontier.commit_pages(run_id, [page(f"{site}/data", 2, f"{site}/maps", resources[2:])], 4)
-    yield postgis_dsn, run_id
+    with postgis_database() as dsn:
+        with Store(dsn) as store:
+            store.migrate()
+            store.runs.begin(run_id, {})
+            store.frontier.commit_pages(run_id, [page(f"{site}/maps", 1, f"{site}/", resources[:2])], 4)
+            store.frontier.commit_pages(run_id, [page(f"{site}/data", 2, f"{site}/maps", resources[2:])], 4)
+            checked(store, resources[0], WMS_CHECKS)
+        yield dsn, run_id
 
 
 @pytest.fixture
@@ -100,6 +122,22 @@ def assert_resources(frame: geopandas.GeoDataFrame) -> None:
     assert by_type.loc["WMS", "provider"] == 'Água, "Ltd"'
     assert by_type.loc["WMS", "keywords"] == 'hydrology; a, b; say "x"'
     assert by_type.geometry["WMS"].equals(shapely.MultiPolygon([shapely.box(120.0, 22.0, 122.1, 25.0)]))
+    assert by_type.loc["WMS", list(WMS_QUALITY)].to_dict() == pytest.approx(WMS_QUALITY)
+    assert by_type.loc[["KML", "WFS"], list(WMS_QUALITY)].isna().all(axis=None)  # never checked
+
+
+def gdal_types(path, **options: str) -> dict[str, str]:
+    """The quality fields' types as GDAL reads them, ``options`` those of its driver."""
+    info = pyogrio.read_info(path, **options)
+    return {
+        name: dtype for name, dtype in zip(info["fields"], info["dtypes"], strict=True) if name in WMS_QUALITY
+    }
+
+
+def parquet_types(path) -> dict[str, str]:
+    """The quality columns' types in a Parquet file's schema, named as pandas names them."""
+    schema = pyarrow.parquet.read_schema(path)
+    return {name: numpy.dtype(schema.field(name).type.to_pandas_dtype()).name for name in WMS_QUALITY}
 
 
 def assert_datasets(frame: geopandas.GeoDataFrame, stored: dict) -> None:
@@ -147,6 +185,7 @@ def test_a_geopackage_holds_both_layers(store, run_id, tmp_path):
             [c for c in columns if c != geometry],
             geometry,
         )
+    assert gdal_types(output, layer="resources") == QUALITY_TYPES
     resources = geopandas.read_file(output, layer="resources")
     assert resources.crs.to_epsg() == 4326
     assert_resources(resources)
@@ -160,8 +199,10 @@ def test_csv_holds_the_resources_with_their_box_as_wkt(store, run_id, tmp_path):
     assert export_run(store, run_id, output, "csv").rows == {"resources": 3}
     info = pyogrio.read_info(output)
     assert (info["driver"], info["fields"][0]) == ("CSV", "WKT")
-    resources = geopandas.read_file(output)  # GDAL's CSV driver takes the WKT column as the geometry
-    assert_resources(resources.set_crs(4326))
+    # GDAL's CSV driver takes the WKT column as the geometry; CSV has no types, GDAL tells them from the values
+    typed = {"AUTODETECT_TYPE": "YES", "EMPTY_STRING_AS_NULL": "YES"}
+    assert gdal_types(output, **typed) == QUALITY_TYPES
+    assert_resources(geopandas.read_file(output, **typed).set_crs(4326))
     with output.open(encoding="utf-8", newline="") as text:
         assert HOSTILE in [row["title"] for row in csv.DictReader(text)]  # exactly, quotes and newlines too
 
@@ -181,6 +222,7 @@ def test_geojson_is_one_feature_collection_of_a_layer(store, run_id, tmp_path, l
     frame = geopandas.read_file(output)
     assert frame.crs.to_epsg() == 4326
     if layer == "resources":
+        assert gdal_types(output) == QUALITY_TYPES
         assert_resources(frame)
     else:
         assert_datasets(frame, stored_footprints(store, run_id))
@@ -195,6 +237,7 @@ def test_geoparquet_of_a_layer(store, run_id, tmp_path, layer):
     assert frame.crs.to_epsg() == 4326
     assert list(frame.columns) == view_columns(store, f"qgis_{layer}")
     if layer == "resources":
+        assert parquet_types(output) == QUALITY_TYPES
         assert_resources(frame)
     else:
         assert_datasets(frame, stored_footprints(store, run_id))
@@ -205,6 +248,7 @@ def test_json_lines_are_the_crawl_records(store, run_id, tmp_path):
     assert export_run(store, run_id, output, "jsonl").rows == {"resources": 3}
     records = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
     assert records == json.loads(json.dumps(list(store.resources.export(run_id)), ensure_ascii=False))
+    assert not set(WMS_QUALITY) & set(records[0])  # a crawl's records: the figures are the store's
 
 
 def test_a_second_export_replaces_the_file(store, run_id, tmp_path):

@@ -97,7 +97,7 @@ def read(dsn: str, view: str) -> geopandas.GeoDataFrame:
         engine.dispose()
 
 
-@pytest.mark.parametrize("view", ["qgis_services", "qgis_wms_services"])
+@pytest.mark.parametrize("view", ["qgis_resources", "qgis_services", "qgis_wms_services"])  # 0027: all
 def test_the_service_layers_carry_the_figures(dsn, view):
     layer = read(dsn, view).set_index("url")
     assert list(layer.columns[-len(QUALITY_COLUMNS) :]) == QUALITY_COLUMNS
@@ -112,7 +112,7 @@ def test_the_service_layers_carry_the_figures(dsn, view):
     assert layer.loc[f"{SITE}/unchecked/wms", QUALITY_COLUMNS].isna().all()
 
 
-def test_the_file_layer_carries_the_figures_and_the_export_s_layer_does_not(dsn):
+def test_the_file_layer_carries_the_figures(dsn):
     trails = read(dsn, "qgis_files").set_index("url").loc[kml(SITE).url]
     assert (trails.checks_30d, float(trails.availability_30d_percent), trails.response_median) == (
         3,
@@ -120,4 +120,3 @@ def test_the_file_layer_carries_the_figures_and_the_export_s_layer_does_not(dsn)
         0.4,
     )
     assert trails.inspire_availability is None and trails.inspire_getmap is None  # not a WMS
-    assert not set(QUALITY_COLUMNS) & set(read(dsn, "qgis_resources").columns)

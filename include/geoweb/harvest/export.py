@@ -2,7 +2,7 @@
 resources and datasets as tables GIS tools read (GeoPackage, GeoJSON, CSV, GeoParquet).
 
 The tables are the layers of ``Resources.export_layers_chosen``: ``resources`` (one row per service or file, its box
-as ``bbox``) and ``datasets`` (one row per layer, feature type, coverage... of those, its ``footprint``),
+as ``bbox``, its quality as of its last revisit check) and ``datasets`` (one row per layer, feature type, coverage... of those, its ``footprint``),
 geometries MultiPolygons in EPSG:4326 (a null geometry where there is no box), keywords and concepts as text
 joined with ``; ``. A GeoPackage holds both layers; CSV, GeoJSON and GeoParquet hold one table, ``resources``
 unless asked otherwise. The rows stream from the store in batches into GDAL (through pyogrio's Arrow writer)
@@ -181,6 +181,8 @@ def _schemas() -> dict:
             ("abstract", text), ("provider", text), ("keywords", text), ("level", pa.int32()),
             ("source_page", text), ("first_seen", moment), ("last_seen", moment), ("last_status", text),
             ("bbox", pa.binary()), ("conformance", text), ("defects", text), ("owslib_error", text),
+            ("checks_30d", pa.int32()), ("availability_30d_percent", pa.float64()),
+            ("response_median", pa.float64()), ("inspire_availability", text), ("inspire_getmap", text),
         ],
         "datasets": [
             ("id", pa.int64()), ("resource_id", pa.int64()), ("resource_url", text), ("resource_type", text),

@@ -68,12 +68,14 @@ ORDER BY resource_id, position
 """
 
 # The rows of the chosen resources in the views of migration 0011, geometries as WKB: the resources, with the
-# level and source page of their sighting, and their datasets.
+# level and source page of their sighting and their quality (0027), and their datasets. The availability is
+# numeric in the view, which psycopg2 reads as Decimal; the files hold it as a double.
 _EXPORT_LAYERS = {
     "resources": """
 SELECT v.id, v.url, v.type, v.version, v.title, v.abstract, v.provider, v.keywords, c.level, c.source_page,
        v.first_seen, v.last_seen, v.last_status, ST_AsBinary(v.bbox) AS bbox, v.conformance, v.defects,
-       v.owslib_error
+       v.owslib_error, v.checks_30d, v.availability_30d_percent::double precision AS availability_30d_percent,
+       v.response_median, v.inspire_availability, v.inspire_getmap
 FROM ({chosen}) c JOIN qgis_resources v ON v.id = c.resource_id
 ORDER BY c.level, v.id
 """,
