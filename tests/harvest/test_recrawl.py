@@ -9,6 +9,7 @@ import uuid
 
 from aiohttp import web
 
+from geoweb.crawl.pagestates import UNREACHED_SECONDS, PageState
 from geoweb.harvest.params import HarvestParams
 from geoweb.store import Store
 from tests.harvest.test_set_aside import harvest
@@ -108,3 +109,24 @@ def test_runs_of_the_same_seeds_are_one_crawl_and_other_seeds_another():
     assert (
         HarvestParams.from_conf({"seeds": ["https://c.example/"], "crawl": "weekly"}).crawl_name() == "weekly"
     )
+
+
+def test_a_run_forgets_what_no_run_reached_for_four_weeks(postgis_dsn):
+    """A page the crawl's runs no longer reach leaves its schedule when the next run begins; a page reached
+    lately, or another crawl's, stays."""
+    pages = {"/": ("text/html", b"<html><body>a page</body></html>")}
+    with ValidatingServer(pages) as site, Store(postgis_dsn) as store:
+        name = f"test-{uuid.uuid4().hex[:8]}"
+        params = HarvestParams.from_conf(
+            {"seeds": [site.url("/")], "allowed_hosts": [site.hostport], "max_level": 0, "crawl": name}
+        )
+        store.page_states.save(name, {site.url("/old"): PageState(), site.url("/"): PageState()})
+        store.page_states.save("another", {site.url("/old"): PageState()})
+        with store.transaction() as cur:
+            cur.execute(
+                "UPDATE page_states SET updated_at = now() - make_interval(secs => %s) WHERE url = %s",
+                (UNREACHED_SECONDS + 60, site.url("/old")),
+            )
+        harvest(store, params)
+        assert store.page_states.count(name) == 1 and store.page_states.load(name, [site.url("/")])
+        assert store.page_states.count("another") == 1

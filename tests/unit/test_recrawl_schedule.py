@@ -111,3 +111,53 @@ def test_a_state_file_without_visit_times_loads_its_history_restarting(tmp_path)
     page = PageStates(path).get("https://example.org/")
     assert (page.visits, page.changes, page.visited_at, page.visit_seconds) == (0, 0, 5 * DAY, 0.0)
     assert page.links == [("u", "a")]
+
+
+def test_a_url_leaves_the_schedule_after_two_runs_gone_or_four_weeks_unreached():
+    """One 404 is no proof: the state keeps the URL, asks it again whatever the budget, and carries nothing
+    over from it; a second run in a row answering 404 or 410 forgets it. A URL no run reached for
+    UNREACHED_SECONDS leaves too; one reached lately stays."""
+    now = time.time()
+    kml = {"url": "https://example.org/lakes.kml", "type": "KML", "title": "Lakes"}
+
+    def run(states: PageStates, status: int | None) -> list:
+        if status is not None:
+            assert states.failed("https://example.org/gone", status)
+        return states.not_found_again(set())
+
+    states = PageStates(revisit_budget=0)
+    states.pages = {
+        "https://example.org/gone": PageState(resources=[kml], read_at=now, visited_at=now, etag='"1"'),
+        "https://example.org/unreached": PageState(visited_at=now - pagestates.UNREACHED_SECONDS - 1),
+        "https://example.org/kept": PageState(read_at=now, visited_at=now - pagestates.FULL_READ_SECONDS),
+    }
+    states.known = frozenset(states.pages)
+    assert run(states, 404) == [(kml, "gone")]  # its page answered 404: its resources are gone this run
+    kept = states.pages["https://example.org/gone"]
+    assert (kept.gone_runs, kept.resources, kept.links, kept.etag) == (1, [], [], None)
+    assert set(states.pages) == {"https://example.org/gone", "https://example.org/kept"}
+
+    again = PageStates(revisit_budget=0)
+    again.pages, again.known = dict(states.pages), frozenset(states.pages)
+    assert again.due("https://example.org/gone")  # to confirm, though the budget asks nothing
+    assert not again.due("https://example.org/kept")
+    assert run(again, 410) == []
+    assert set(again.pages) == {"https://example.org/kept"}
+
+
+def test_a_page_back_after_one_404_starts_afresh():
+    states = PageStates()
+    states.pages = {"https://example.org/p": PageState(visited_at=time.time())}
+    states.failed("https://example.org/p", 404)
+    assert states.pages["https://example.org/p"].gone_runs == 1
+    states.remember("https://example.org/p", _response(b"back"), [], [])
+    assert states.pages["https://example.org/p"].gone_runs == 0
+    assert "https://example.org/p" not in states.gone_pages
+
+
+def _response(body: bytes):
+    from geoweb.fetch import Response
+
+    return Response(
+        "https://example.org/p", "https://example.org/p", 200, {"content-type": "text/html"}, body
+    )

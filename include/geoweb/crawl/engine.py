@@ -344,6 +344,7 @@ class LevelRun:
         self.unread: Iterator[tuple[int, Link]] = ((level, link) for link in links)
         self.more = True  # links left to read
         self.batch_gave = False  # the links being read gave one at least: ``ahead`` may give more
+        self.done_since_ask = 0  # pages done since ``ahead`` was last asked: it may give their links
         self.reading_on = False  # a turn of read() is waiting for the loop
         self.ahead_asked = float("-inf")  # when ``ahead`` was last asked
         self.asking_later = False  # a task asks ``ahead`` once the pause between asks is over
@@ -407,6 +408,7 @@ class LevelRun:
         """A page is done: its level's time runs to here, and the page goes on."""
         self.stats_of(page.level).seconds = time.monotonic() - self.level_started[page.level]
         self.open[page.level] -= 1
+        self.done_since_ask += 1
         self.on_page(page)
 
     def deadline(self, level: int) -> float | None:
@@ -469,7 +471,8 @@ class LevelRun:
             while self.working[host] < min(self.settings.per_host_concurrency, len(self.queues[host])):
                 self.working[host] += 1
                 self.tasks.add(asyncio.create_task(self.worker(host, self.queues[host])))
-        if not self.more and self.batch_gave:  # what these links' pages find may be given now
+        # what the pages done since the last ask found may be given now
+        if not self.more and (self.batch_gave or self.done_since_ask):
             self.take_ahead()
 
     async def read_on(self) -> None:
@@ -489,7 +492,7 @@ class LevelRun:
                 self.asking_later = True
                 self.tasks.add(asyncio.create_task(self.take_ahead_later()))
             return
-        self.ahead_asked = time.monotonic()
+        self.ahead_asked, self.done_since_ask = time.monotonic(), 0
         open_level = min((level for level, count in self.open.items() if count), default=None)
         self.unread, self.more, self.batch_gave = iter(self.ahead(open_level)), True, False
         self.read()

@@ -37,6 +37,10 @@ from geoweb.fetch.response import Response
 from geoweb.models import Resource, sha256
 
 FULL_READ_SECONDS = 7 * 24 * 3600  # a URL is read whole at least this often, whatever its validators say
+# A URL leaves the crawl's schedule when it answers 404 or 410 in this many runs in a row (one lost answer is
+# no proof), or when no run reached it for UNREACHED_SECONDS (nothing the crawl reaches links to it).
+GONE_RUNS = 2
+UNREACHED_SECONDS = 4 * FULL_READ_SECONDS
 STATE_VERSION = 1
 
 
@@ -73,6 +77,7 @@ class PageState:
     visit_seconds: float = 0.0  # the sum of the intervals before each of the ``visits``
     level: int = 0  # the level it was last read at
     size: int = 0  # bytes of its last whole read: what carrying it over unread saves
+    gone_runs: int = 0  # runs in a row it answered 404 or 410
 
     def conditions(self, now: float) -> dict[str, str]:
         """The conditional headers of the next request; none once it is due for a whole read."""
@@ -146,6 +151,12 @@ def revisit_key(url: str, state: PageState, now: float) -> RevisitKey:
     return (-min(state.revisit_value(now), sys.float_info.max), state.level, state.visited_at, url)
 
 
+def due_anyway(state: PageState, now: float) -> bool:
+    """Asked whatever the budget: it last answered 404 or 410 (to confirm), or it was not read whole for
+    ``FULL_READ_SECONDS`` (its validators may lie)."""
+    return state.gone_runs > 0 or now - state.read_at >= FULL_READ_SECONDS
+
+
 def revisits(pages: Mapping[str, PageState], now: float, budget: int) -> set[str]:
     """The ``budget`` known URLs a run revisits, first in ``revisit_key`` order."""
     ranked = heapq.nsmallest(max(budget, 0), pages.items(), key=lambda item: revisit_key(*item, now))
@@ -157,7 +168,8 @@ def revisit_cutoff(pages: Iterable[tuple[str, PageState]], now: float, budget: i
     kept states); None when they are no more than the budget. A URL is due when its key is at most this."""
     if budget <= 0:
         return (-sys.float_info.max, -1, -sys.float_info.max, "")  # before every key: none is due
-    ranked = heapq.nsmallest(budget + 1, (revisit_key(url, state, now) for url, state in pages))
+    budgeted = ((url, state) for url, state in pages if not due_anyway(state, now))
+    ranked = heapq.nsmallest(budget + 1, (revisit_key(url, state, now) for url, state in budgeted))
     return ranked[budget - 1] if len(ranked) > budget else None
 
 
@@ -186,7 +198,8 @@ class PageStates:
         self.cutoff = cutoff
         self.pages: dict[str, PageState] = {}
         self.visited: set[str] = set()  # URLs this run fetched or carried over
-        self.gone_pages: set[str] = set()  # answered 404 or 410 this run
+        self.gone_pages: set[str] = set()  # answered 404 or 410 in GONE_RUNS runs in a row: to forget
+        self.dropped: dict[str, list[dict]] = {}  # the resources of the pages that answered 404 or 410
         if path is not None and path.exists():
             with gzip.open(path, "rb") as file:
                 saved = json.loads(file.read())
@@ -200,12 +213,12 @@ class PageStates:
 
     def due(self, url: str) -> bool:
         """Whether this run requests a URL the state holds: all of them without a revisit budget or cutoff,
-        else those up to the cutoff in ``revisit_key`` order (the budget's share), and any not read whole for
-        ``FULL_READ_SECONDS`` (its validators may lie)."""
+        else those up to the cutoff in ``revisit_key`` order (the budget's share), any not read whole for
+        ``FULL_READ_SECONDS`` (its validators may lie), and any that last answered 404 or 410."""
         state = self.pages.get(url)
         if state is None:  # not held: the crawl fetches it as new, never as a revisit
             return False
-        if time.time() - state.read_at >= FULL_READ_SECONDS:
+        if due_anyway(state, time.time()):
             return True
         if self.cutoff is None and self.revisit_budget is not None:
             now = time.time()
@@ -284,11 +297,20 @@ class PageStates:
         return kept, gone
 
     def failed(self, url: str, status: int | None) -> bool:
-        """Whether the answer's ``status`` says the page is gone (404, 410): it is, for this run."""
-        if status in (404, 410):
-            self.gone_pages.add(url)
-            return True
-        return False
+        """Whether the answer's ``status`` says the page is gone (404, 410): it is, for this run, and it gives
+        nothing a later run could carry over; in GONE_RUNS runs in a row it leaves the schedule."""
+        if status not in (404, 410):
+            return False
+        state = self.pages.get(url)
+        if state is not None:
+            state.gone_runs += 1
+            self.dropped.setdefault(url, state.resources)
+            state.etag = state.last_modified = state.signature = None
+            state.links, state.resources = [], []
+            self.visited.add(url)
+            if state.gone_runs >= GONE_RUNS:
+                self.gone_pages.add(url)
+        return True
 
     def verdict(self, record: dict) -> Verdict:
         """A resource this run found, against what the crawl held before it."""
@@ -300,14 +322,16 @@ class PageStates:
     def not_found_again(self, found: set[str]) -> list[tuple[dict, Verdict]]:
         """The resources held before this run that it did not find: gone where their page was visited and no
         longer gives them, or answered 404/410; held (unchanged, not visited) where the run did not reach
-        their page, which keeps its state."""
+        their page, which keeps its state. The URLs leaving the schedule (``GONE_RUNS``,
+        ``UNREACHED_SECONDS``) leave the state."""
         left = []
+        unreached_since = time.time() - UNREACHED_SECONDS
         for url, page in list(self.pages.items()):
-            gone = url in self.gone_pages or url in self.visited
-            for record in page.resources:
+            gone = url in self.visited
+            for record in self.dropped.get(url, page.resources):
                 if record["url"] + "\n" + record["type"] not in found:
                     left.append((record, Verdict.GONE if gone else Verdict.UNCHANGED))
-            if url in self.gone_pages:
+            if url in self.gone_pages or (not gone and page.visited_at < unreached_since):
                 del self.pages[url]
         return left
 

@@ -24,7 +24,7 @@ from geoweb.connectors.candidates import Portal
 from geoweb.connectors.search.base import SearchProvider
 from geoweb.crawl import CrawlReport
 from geoweb.crawl.factory import open_crawler
-from geoweb.crawl.pagestates import PageStates, Unchanged, Verdict
+from geoweb.crawl.pagestates import UNREACHED_SECONDS, PageStates, Unchanged, Verdict
 from geoweb.harvest.pagebuffer import PageBuffer
 from geoweb.harvest.params import HarvestParams
 from geoweb.links.filters import URLFilters
@@ -40,6 +40,10 @@ def start_run(store: Store, run_id: str, params: HarvestParams) -> int:
     """Begin (or resume) the run and add its seeds at level 0, and with ``catch_up`` what the run before
     deferred, at its levels; returns the new seeds."""
     store.runs.begin(run_id, params.to_conf(), crawl=params.crawl_name())
+    forgotten = store.page_states.forget_unreached(params.crawl_name(), UNREACHED_SECONDS)
+    if forgotten:
+        log.info("run %s: %d URLs no run reached for %d days left the crawl's schedule", run_id, forgotten,
+                 UNREACHED_SECONDS // 86400)  # fmt: skip
     _draw_revisit_cutoff(store, run_id, params)
     seeds = _level_zero(params, ((seed, None, None) for seed in params.seeds))
     added = store.frontier.add_urls(run_id, 0, seeds, params.shards)

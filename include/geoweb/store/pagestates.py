@@ -49,7 +49,7 @@ class PageStatesTable(Repository):
     def revisit_cutoff(self, crawl: str, budget: int, now: float) -> RevisitKey | None:
         """The revisit key of the last of the ``budget`` URLs ``crawl`` keeps that a run asks again
         (``pagestates.revisit_cutoff``), its states streamed with what the order needs and nothing more."""
-        fields = ("visits", "changes", "visited_at", "visit_seconds", "level")
+        fields = ("visits", "changes", "visited_at", "visit_seconds", "level", "read_at", "gone_runs")
         with self.conn, self.conn.cursor(name="revisit_cutoff") as cur:
             cur.itersize = CUTOFF_BATCH
             cur.execute(
@@ -62,6 +62,16 @@ class PageStatesTable(Repository):
                 for url, *values in cur
             )
             return revisit_cutoff(kept, now, budget)
+
+    def forget_unreached(self, crawl: str, seconds: float) -> int:
+        """Forget the URLs of ``crawl`` no run has reached for ``seconds`` (``pagestates.UNREACHED_SECONDS``):
+        nothing the crawl reaches links to them. Returns how many."""
+        with self._transaction() as cur:
+            cur.execute(
+                "DELETE FROM page_states WHERE crawl = %s AND updated_at < now() - make_interval(secs => %s)",
+                (crawl, seconds),
+            )
+            return cur.rowcount
 
     def count(self, crawl: str) -> int:
         with self._transaction() as cur:
