@@ -29,6 +29,7 @@ DAGS = ("geoweb_crawl", "geoweb_catalogues", "geoweb_archive", "geoweb_revisit")
 VARIABLES = ("geoweb_seeds", "geoweb_search_providers", "geoweb_allowed_hosts", "geoweb_csw_catalogues",
              "geoweb_archives", "geoweb_url_policies")  # fmt: skip
 UNCONFIGURED, CONFIGURED = "2026-01-04T00:00:00Z", "2026-01-11T00:00:00Z"  # Sundays: a weekly interval each
+NEXT_WEEK = "2026-01-18T00:00:00Z"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -143,6 +144,43 @@ def test_with_the_demo_variables_the_scheduled_crawl_and_catalogue_harvest_the_t
         if t["task_id"] == "harvest"
     ]
     assert catalogue.URL in {t["rendered_map_index"] for t in harvested}
+
+
+def run_row(run_id: str) -> tuple[str, dict, set[tuple[str, str]]]:
+    """A crawl run's crawl name, its summary's costs, and the (url, type) of the resources it found."""
+    with psycopg2.connect(GEOWEB_DB) as conn, conn.cursor() as cur:
+        cur.execute("SELECT crawl, summary FROM crawl_runs WHERE run_id = %s", (run_id,))
+        crawl, summary = cur.fetchone()
+        cur.execute(
+            "SELECT r.url, r.type FROM run_resources rr JOIN resources r ON r.id = rr.resource_id "
+            "WHERE rr.run_id = %s",
+            (run_id,),
+        )
+        return crawl, summary["costs"], set(cur.fetchall())
+
+
+def test_the_next_scheduled_crawl_continues_the_last_one(variables, testweb):
+    """Two scheduled runs (no conf) of the crawl the demo Variables name: the second is the same crawl, asks
+    what the first read with its validators, carries over what did not change, and confirms every resource
+    the first found, for fewer bytes."""
+    stack = variables
+    for key, value in schedule_variables(testweb).items():
+        stack.set_variable(key, value)
+    made = [
+        r
+        for r in stack.runs("geoweb_crawl")
+        if r["run_type"] == "backfill" and r["logical_date"] == CONFIGURED
+    ]
+    first = made[-1] if made else scheduled_run(stack, "geoweb_crawl", CONFIGURED)  # the test before's run
+    second = scheduled_run(stack, "geoweb_crawl", NEXT_WEEK)
+    assert second["state"] == "success", why_failed(stack, "geoweb_crawl", second["dag_run_id"])
+    crawl, before, found_before = run_row(first["dag_run_id"])
+    again, after, found_after = run_row(second["dag_run_id"])
+    assert crawl == again and crawl.startswith("seeds:")
+    assert found_after == found_before and set(planted(testweb, "links")) <= found_after
+    carried = after["not_modified"] + after["same_bytes"]
+    assert carried > 0 and after["new_pages"] < before["new_pages"], after
+    assert after["bytes_read"] < before["bytes_read"] and after["bytes_saved"] > 0, (before, after)
 
 
 def test_no_run_the_scheduler_fired_has_failed(stack, paused_before):

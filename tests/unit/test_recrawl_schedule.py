@@ -161,3 +161,19 @@ def _response(body: bytes):
     return Response(
         "https://example.org/p", "https://example.org/p", 200, {"content-type": "text/html"}, body
     )
+
+
+def test_a_resource_carried_over_is_the_one_its_page_gave():
+    """What a page's state keeps of a resource gives back the same resource, the sha256 of its document
+    included (a revisit compares it), so a carried-over resource is stored as a fresh read stores it."""
+    from geoweb.crawl.pagestates import held_record
+    from geoweb.models import Dataset, Resource, resource_from_record
+
+    read = Resource(
+        url="https://example.org/wmts", type="WMTS", version="1.0.0", title="Tiles", keywords=["a"],
+        datasets=[Dataset("layer", "Layer", (1.0, 2.0, 3.0, 4.0), ["k"], {"formats": ["image/png"]}, ["c"])],
+        bbox=(1.0, 2.0, 3.0, 4.0), extra={"get_tile_encoding": "KVP"}, content_sha256="ab" * 32,
+        conformance="conformant", level=2, source_page="https://example.org/", discovered_at="2026-12-04T00:00:00",
+    )  # fmt: skip
+    held = json.loads(json.dumps(held_record(read)))  # as the state file or table gives it back
+    assert resource_from_record(held) == read

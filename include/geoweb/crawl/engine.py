@@ -357,6 +357,10 @@ class LevelRun:
         self.failed_in_row: Counter[str] = Counter()
         self.waited: Counter[str] = Counter()  # seconds the run waited on each host
         self.working: Counter[str] = Counter()  # workers running per host
+        self.fetching: defaultdict[str, Counter[int]] = defaultdict(
+            Counter
+        )  # fetches under way per host, by level
+        self.fetch_ended: defaultdict[str, asyncio.Event] = defaultdict(asyncio.Event)
         self.waiting_for_slot = 0
         self.next_links = 0
 
@@ -518,6 +522,9 @@ class LevelRun:
     async def fetch_all(self, host: str, queue: deque[tuple[int, Link]]) -> None:
         set_aside = self.crawler.set_aside
         while queue:
+            await self.after_shallower(host, queue[0][0])
+            if not queue:  # the host's other worker took them meanwhile
+                return
             level = queue[0][0]
             if host not in set_aside and (reason := self.over_budget(host, level, time.monotonic())):
                 set_aside[host] = reason
@@ -534,8 +541,24 @@ class LevelRun:
                 self.read()
             await self.fetch_one(host, level, link)
 
+    async def after_shallower(self, host: str, level: int) -> None:
+        """Wait until the host has no fetch of a lower level under way: a resource is found by fetching its
+        host's URLs, so it is then recorded at the lowest level it is found at, as a level barrier would."""
+        while any(count and under < level for under, count in self.fetching[host].items()):
+            ended = self.fetch_ended[host]
+            ended.clear()
+            await ended.wait()
+
     async def fetch_one(self, host: str, level: int, link: Link) -> None:
         """Fetch one link within its level's deadline and a fetch slot, and hand its page on."""
+        self.fetching[host][level] += 1
+        try:
+            await self.fetch_page(host, level, link)
+        finally:
+            self.fetching[host][level] -= 1
+            self.fetch_ended[host].set()
+
+    async def fetch_page(self, host: str, level: int, link: Link) -> None:
         page = Page(link.url, link.source, level)
         stats = self.stats_of(level)
         # a fetch still running at the level's deadline ends there: the host is set aside

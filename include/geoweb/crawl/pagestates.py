@@ -264,7 +264,7 @@ class PageStates:
             last_modified=_validator_date(response.headers.get("last-modified"), now),
             signature=sha256(response.body),
             links=links,
-            resources=[r.to_record() for r in found],
+            resources=[held_record(r) for r in found],
             read_at=now,
             visited_at=now,
             level=level,
@@ -330,7 +330,7 @@ class PageStates:
             gone = url in self.visited
             for record in self.dropped.get(url, page.resources):
                 if record["url"] + "\n" + record["type"] not in found:
-                    left.append((record, Verdict.GONE if gone else Verdict.UNCHANGED))
+                    left.append((_without(record, _HELD_ONLY), Verdict.GONE if gone else Verdict.UNCHANGED))
             if url in self.gone_pages or (not gone and page.visited_at < unreached_since):
                 del self.pages[url]
         return left
@@ -351,6 +351,18 @@ class PageStates:
 
 # what a resource is, without where and when this run saw it
 _SIGHTING = ("level", "source_page", "discovered_at")
+# what a state keeps of a resource beyond its record: what a revisit compares, so one carried over is stored
+# as a read of its document would store it
+_HELD_ONLY = ("content_sha256",)
+
+
+def held_record(resource: Resource) -> dict:
+    """A resource as a page's state keeps it: its record, and the sha256 of the document that proved it."""
+    return resource.to_record() | {"content_sha256": resource.content_sha256}
+
+
+def _without(record: dict, keys: tuple[str, ...]) -> dict:
+    return {k: v for k, v in record.items() if k not in keys}
 
 
 def _same(before: dict, now: dict) -> bool:
@@ -359,7 +371,7 @@ def _same(before: dict, now: dict) -> bool:
 
 
 def _without_sighting(record: dict) -> dict:
-    return {k: v for k, v in record.items() if k not in _SIGHTING}
+    return _without(record, _SIGHTING + _HELD_ONLY)
 
 
 _STATE_FIELDS = tuple(f.name for f in fields(PageState))
