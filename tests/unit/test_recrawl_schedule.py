@@ -177,3 +177,20 @@ def test_a_resource_carried_over_is_the_one_its_page_gave():
     )  # fmt: skip
     held = json.loads(json.dumps(held_record(read)))  # as the state file or table gives it back
     assert resource_from_record(held) == read
+
+
+def test_a_page_another_version_of_the_readers_read_is_read_again():
+    """A state kept by other detector code (or before states named it) is asked without validators and read
+    whole, never carried over, whatever the budget: its resources are what that code made of the page."""
+    from geoweb.crawl.pagestates import page_state
+    from geoweb.models import sha256
+
+    now = time.time()
+    kept = {"etag": '"1"', "read_at": now, "visited_at": now, "signature": sha256(b"<html/>")}
+    current = page_state(kept | {"readers": pagestates.READERS})
+    assert current.conditions(now) == {"If-None-Match": '"1"'}
+    for other in (page_state(kept), page_state(kept | {"readers": "an older one"})):
+        states = PageStates(revisit_budget=0)
+        states.pages, states.known = {"https://example.org/p": other}, frozenset({"https://example.org/p"})
+        assert other.conditions(now) == {} and states.due("https://example.org/p")
+        assert states.unchanged("https://example.org/p", _response(b"<html/>"), {}) is None

@@ -21,6 +21,7 @@ others are carried over unasked. New URLs are always fetched.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import heapq
 import json
 import math
@@ -41,6 +42,24 @@ FULL_READ_SECONDS = 7 * 24 * 3600  # a URL is read whole at least this often, wh
 # no proof), or when no run reached it for UNREACHED_SECONDS (nothing the crawl reaches links to it).
 GONE_RUNS = 2
 UNREACHED_SECONDS = 4 * FULL_READ_SECONDS
+
+
+def _readers_digest() -> str:
+    """A digest of the code that turns a page into resources (detectors, concept tagging, the records), so
+    that what an earlier version read is read again, not carried over, once that code changes."""
+    import geoweb.detect
+    import geoweb.models
+    import geoweb.semantic
+
+    digest = hashlib.sha256()
+    for package in (geoweb.detect, geoweb.models, geoweb.semantic):
+        root = Path(package.__file__).parent
+        for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".txt", ".json", ".ttl")):
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+READERS = _readers_digest()
 STATE_VERSION = 1
 
 
@@ -78,10 +97,12 @@ class PageState:
     level: int = 0  # the level it was last read at
     size: int = 0  # bytes of its last whole read: what carrying it over unread saves
     gone_runs: int = 0  # runs in a row it answered 404 or 410
+    readers: str = READERS  # the code that read it: a page another version read is read again
 
     def conditions(self, now: float) -> dict[str, str]:
-        """The conditional headers of the next request; none once it is due for a whole read."""
-        if now - self.read_at >= FULL_READ_SECONDS:
+        """The conditional headers of the next request; none once it is due for a whole read, or when other
+        code read it."""
+        if now - self.read_at >= FULL_READ_SECONDS or self.readers != READERS:
             return {}
         headers = {}
         if self.etag:
@@ -152,9 +173,9 @@ def revisit_key(url: str, state: PageState, now: float) -> RevisitKey:
 
 
 def due_anyway(state: PageState, now: float) -> bool:
-    """Asked whatever the budget: it last answered 404 or 410 (to confirm), or it was not read whole for
-    ``FULL_READ_SECONDS`` (its validators may lie)."""
-    return state.gone_runs > 0 or now - state.read_at >= FULL_READ_SECONDS
+    """Asked whatever the budget: it last answered 404 or 410 (to confirm), it was not read whole for
+    ``FULL_READ_SECONDS`` (its validators may lie), or other code read it (``READERS``)."""
+    return state.gone_runs > 0 or now - state.read_at >= FULL_READ_SECONDS or state.readers != READERS
 
 
 def revisits(pages: Mapping[str, PageState], now: float, budget: int) -> set[str]:
@@ -232,7 +253,7 @@ class PageStates:
     def unchanged(self, url: str, response: Response, asked: dict[str, str]) -> Unchanged | None:
         """Whether the answer shows the page as remembered; counts the visit either way."""
         known = self.pages.get(url)
-        if known is None or response.status not in (200, 304):
+        if known is None or known.readers != READERS or response.status not in (200, 304):
             return None
         if response.status == 304:
             outcome = Unchanged.NOT_MODIFIED if asked else None
@@ -387,6 +408,7 @@ def page_state(values: dict) -> PageState:
     """A PageState from its JSON form (a state file's, the page_states table's)."""
     values = dict(values)
     values["links"] = [tuple(link) for link in values.get("links", [])]
+    values.setdefault("readers", "")  # kept before readers were: read by other code
     if "visited_at" not in values:  # kept without visit times: its intervals are unknown, its counts restart
         values.update(visits=0, changes=0, visited_at=values.get("read_at", 0.0))
     return PageState(**values)

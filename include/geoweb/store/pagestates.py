@@ -49,7 +49,16 @@ class PageStatesTable(Repository):
     def revisit_cutoff(self, crawl: str, budget: int, now: float) -> RevisitKey | None:
         """The revisit key of the last of the ``budget`` URLs ``crawl`` keeps that a run asks again
         (``pagestates.revisit_cutoff``), its states streamed with what the order needs and nothing more."""
-        fields = ("visits", "changes", "visited_at", "visit_seconds", "level", "read_at", "gone_runs")
+        fields = (
+            "visits",
+            "changes",
+            "visited_at",
+            "visit_seconds",
+            "level",
+            "read_at",
+            "gone_runs",
+            "readers",
+        )
         with self.conn, self.conn.cursor(name="revisit_cutoff") as cur:
             cur.itersize = CUTOFF_BATCH
             cur.execute(
