@@ -194,3 +194,51 @@ def test_a_page_another_version_of_the_readers_read_is_read_again():
         states.pages, states.known = {"https://example.org/p": other}, frozenset({"https://example.org/p"})
         assert other.conditions(now) == {} and states.due("https://example.org/p")
         assert states.unchanged("https://example.org/p", _response(b"<html/>"), {}) is None
+
+
+def test_a_resource_another_page_gave_first_is_tagged_only_when_a_later_run_keeps_it():
+    """Concept tagging is done once per resource a run keeps: a page whose resource another page gave first
+    keeps it untagged in its state, and a later run that carries the page over tags it if it keeps it."""
+    import asyncio
+
+    from geoweb.crawl.engine import Crawler
+    from geoweb.fetch import Response
+    from geoweb.models import Dataset, Resource, resource_from_record
+    from geoweb.settings import Settings
+
+    class Seen(set):
+        def add(self, key) -> bool:
+            new = key not in self
+            super().add(key)
+            return new
+
+    def rivers() -> Resource:
+        return Resource("https://example.org/wms", "WMS", datasets=[Dataset("rivers", "Rivers and canals")])
+
+    class Detector:
+        name, types = "wms", frozenset({"WMS"})
+
+        def accepts(self, response) -> bool:
+            return True
+
+        async def detect(self, response, ctx) -> list[Resource]:
+            return [rivers()]
+
+    async def fetch(url, **kwargs):
+        links = b'<a href="/b">b</a>' if url.endswith("/a") else b""
+        return Response(
+            url, url, 200, {"content-type": "text/html"}, b"<html><body>" + links + b"</body></html>"
+        )
+
+    states = PageStates()
+    crawler = Crawler(fetch, [Detector()], settings=Settings(max_level=1), seen=Seen(), pages=states)
+    report = asyncio.run(crawler.crawl(["https://example.org/a"]))
+    assert report.resources == 1
+    first, second = (states.pages[f"https://example.org/{p}"].resources[0] for p in "ab")
+    assert "tagged" not in first and first["dataset_list"][0]["concepts"]  # tagged where the run kept it
+    assert second["tagged"] is False and second["dataset_list"][0]["concepts"] == []
+
+    later = Crawler(fetch, [Detector()], settings=Settings(max_level=1), seen=Seen(), pages=PageStates())
+    held = ("https://example.org/wms", "WMS")
+    kept, _ = asyncio.run(later.record([resource_from_record(second)], 0, None, untagged={held}))
+    assert kept and kept[0].datasets[0].concepts == first["dataset_list"][0]["concepts"]

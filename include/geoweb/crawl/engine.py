@@ -13,7 +13,7 @@ import asyncio
 import logging
 import time
 from collections import Counter, defaultdict, deque
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Container, Iterable, Iterator
 from datetime import UTC, datetime
 
 from geoweb.crawl.collector import survivors_frozen
@@ -283,15 +283,19 @@ class Crawler:
         if follow and response.status < 400 and looks_like_html(response):
             extracted = list(extract_links(response.text(), response.final_url))
         if self.pages is not None and response.status == 200:  # all it gives, found first elsewhere or not
-            self.stats[f"pages/{self.pages.remember(url, response, extracted, detected, level)}"] += 1
+            untagged = {r.key for r in detected} - {r.key for r in resources}
+            verdict = self.pages.remember(url, response, extracted, detected, level, untagged)
+            self.stats[f"pages/{verdict}"] += 1
         return response.status, resources, self.scored(extracted, url, level)
 
     async def carried_over(
         self, known: PageState, url: str, source: str | None, level: int, follow: bool
     ) -> tuple[list[Resource], list[Link]]:
-        """A page as an earlier run read it: its resources recorded again (tagged then), its links scored."""
+        """A page as an earlier run read it: its resources recorded again (tagged then, unless another page
+        gave them first), its links scored."""
+        untagged = {(r["url"], r["type"]) for r in known.resources if r.get("tagged") is False}
         kept, _ = await self.record(
-            [resource_from_record(r) for r in known.resources], level, source, tag=False
+            [resource_from_record(r) for r in known.resources], level, source, untagged=untagged
         )
         return kept, self.scored(known.links, url, level) if follow else []
 
@@ -305,19 +309,25 @@ class Crawler:
         return links
 
     async def record(
-        self, found: list[Resource], level: int, source: str | None, *, tag: bool = True
+        self,
+        found: list[Resource],
+        level: int,
+        source: str | None,
+        *,
+        untagged: Container[tuple[str, str]] | None = None,
     ) -> tuple[list[Resource], list[Resource]]:
-        """(kept, wanted): the resources of the wanted types, stamped with level and source page, their
-        datasets tagged with concepts (unless carried over tagged), and of them those new to the run or found
-        at a lower level than before (a page running ahead may have found them first)."""
+        """(kept, wanted): the resources of the wanted types, stamped with level and source page, and of them
+        those new to the run or found at a lower level than before (a page running ahead may have found them
+        first), their datasets tagged with concepts. Carried-over resources come tagged, but for the keys in
+        ``untagged``; the others are not tagged, since the run keeps them already."""
         kept, wanted = [], [r for r in found if r.type in self.types]
         now = datetime.now(UTC).isoformat(timespec="seconds")
         for r in wanted:
             r.level, r.source_page, r.discovered_at = level, source, now
-            if tag:
-                await tag_datasets_in_turns(r.datasets, self.settings.concept_lcs_threshold)
             if level < self.found.get(r.key, level + 1):
                 self.found[r.key] = level
+                if untagged is None or r.key in untagged:
+                    await tag_datasets_in_turns(r.datasets, self.settings.concept_lcs_threshold)
                 kept.append(r)
         return kept, wanted
 

@@ -28,7 +28,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from email.utils import parsedate_to_datetime
 from enum import StrEnum
@@ -274,10 +274,12 @@ class PageStates:
         links: list[tuple[str, str]],
         found: list[Resource],
         level: int = 0,
+        untagged: Container[tuple[str, str]] = frozenset(),
     ) -> Verdict:
         """A page read whole at ``level``: its validators, signature, links and resources; a visit counted
-        when it was known, a change when with other bytes. Returns what the read found: a new page, a changed
-        one, or the same bytes."""
+        when it was known, a change when with other bytes; ``untagged``, the keys of ``found`` the run did not
+        tag (another page gave them first). Returns what the read found: a new page, a changed one, or the
+        same bytes."""
         now = time.time()
         known = self.pages.get(url)
         state = PageState(
@@ -285,7 +287,7 @@ class PageStates:
             last_modified=_validator_date(response.headers.get("last-modified"), now),
             signature=sha256(response.body),
             links=links,
-            resources=[held_record(r) for r in found],
+            resources=[held_record(r, tagged=r.key not in untagged) for r in found],
             read_at=now,
             visited_at=now,
             level=level,
@@ -374,12 +376,17 @@ class PageStates:
 _SIGHTING = ("level", "source_page", "discovered_at")
 # what a state keeps of a resource beyond its record: what a revisit compares, so one carried over is stored
 # as a read of its document would store it
-_HELD_ONLY = ("content_sha256",)
+_HELD_ONLY = ("content_sha256", "tagged")
 
 
-def held_record(resource: Resource) -> dict:
-    """A resource as a page's state keeps it: its record, and the sha256 of the document that proved it."""
-    return resource.to_record() | {"content_sha256": resource.content_sha256}
+def held_record(resource: Resource, tagged: bool = True) -> dict:
+    """A resource as a page's state keeps it: its record, the sha256 of the document that proved it, and
+    whether its datasets were tagged with concepts (not when another page of the run gave it first)."""
+    return (
+        resource.to_record()
+        | {"content_sha256": resource.content_sha256}
+        | ({} if tagged else {"tagged": False})
+    )
 
 
 def _without(record: dict, keys: tuple[str, ...]) -> dict:
