@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import io
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -23,11 +22,10 @@ from geoweb.harvest.operations import ONE_COLOUR, NoOperation, operation_request
 from geoweb.harvest.recheck import Checker
 from geoweb.harvest.revisit import check_resources
 from geoweb.models import CheckResult, Due, Resource, ScheduleState
-from geoweb.semantic import tag_datasets
 from geoweb.settings import Settings
 from geoweb.store import Store
+from tests.harvest.test_revisit_timings import crawled
 from tests.hostile.servers import PagesServer, loopback_settings
-from tests.store.pages import page
 
 CAPABILITIES = Path(__file__).parents[1] / "data" / "capabilities"
 WMS_130 = (CAPABILITIES / "mapserver_wms_130.xml").read_bytes()
@@ -233,16 +231,6 @@ def test_no_operation_check_when_the_detector_kept_too_little():
 
 
 # --- on PostGIS ------------------------------------------------------------------------------------------
-
-
-def crawled(store: Store, url: str) -> None:
-    """The WMS at ``url`` loaded as a crawl run loads it."""
-    resource = read_capabilities(WMS_130, url)
-    resource.discovered_at = "2026-11-01T00:00:00+00:00"
-    tag_datasets(resource.datasets, Settings().concept_lcs_threshold)
-    run_id = f"operations-{uuid.uuid4().hex[:12]}"
-    store.runs.begin(run_id, {})
-    store.frontier.commit_pages(run_id, [page("http://seed.example/", 0, resources=[resource])], shards=1)
 
 
 def revisited(store: Store, settings: Settings, url: str) -> dict:
