@@ -17,6 +17,9 @@ from shapely.geometry import LineString, Point, box
 
 MB = 1024 * 1024
 CRS = "EPSG:4326"
+# Fixed dates keep each build's bytes the same, so a rebuilt test web is unchanged to a revisit.
+DBF_DATE = {"DBF_DATE_LAST_UPDATE": "2024-01-01"}
+ZIP_DATE = (2024, 1, 1, 0, 0, 0)
 
 
 def polygons(lon: float, lat: float, names: list[str], size: float = 1.0) -> gpd.GeoDataFrame:
@@ -84,7 +87,7 @@ RASTERS = {
 def write_vectors(dest: Path) -> None:
     dest.mkdir(parents=True, exist_ok=True)
     for name, make in VECTORS.items():
-        make().to_file(dest / f"{name}.shp", engine="pyogrio")
+        make().to_file(dest / f"{name}.shp", engine="pyogrio", layer_options=DBF_DATE)
 
 
 def write_rasters(dest: Path) -> None:
@@ -120,6 +123,14 @@ def write_kml(name: str, path: Path, title: str | None = None, abstract: str | N
         path.write_text(path.read_text(encoding="utf-8").replace(document, named, 1), encoding="utf-8")
 
 
+def add_to_zip(z: zipfile.ZipFile, name: str, content: bytes) -> None:
+    """A member dated ZIP_DATE, not by the clock or the file's mtime."""
+    member = zipfile.ZipInfo(name, ZIP_DATE)
+    member.compress_type = z.compression
+    member.external_attr = 0o644 << 16
+    z.writestr(member, content)
+
+
 def write_kmz(name: str, path: Path) -> None:
     """A KMZ as Google Earth writes it: a ZIP whose first member is doc.kml."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -127,7 +138,7 @@ def write_kmz(name: str, path: Path) -> None:
         write_kml(name, kml)
         path.parent.mkdir(parents=True, exist_ok=True)
         with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-            z.write(kml, "doc.kml")
+            add_to_zip(z, "doc.kml", kml.read_bytes())
 
 
 def write_shapefile_zip(
@@ -142,7 +153,7 @@ def write_shapefile_zip(
     ``metadata`` (title, abstract), its FGDC record beside them as ArcMap writes it (``<name>.shp.xml``)."""
     frame = FILE_CONTENTS[name]() if frame is None else frame
     with tempfile.TemporaryDirectory() as tmp:
-        frame.to_file(Path(tmp) / f"{name}.shp", engine="pyogrio")
+        frame.to_file(Path(tmp) / f"{name}.shp", engine="pyogrio", layer_options=DBF_DATE)
         title, abstract = metadata
         if title:
             (Path(tmp) / f"{name}.shp.xml").write_text(
@@ -155,7 +166,7 @@ def write_shapefile_zip(
         method = zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED
         with zipfile.ZipFile(path, "w", method) as z:
             for member in sorted(Path(tmp).iterdir()):
-                z.write(member, member.name)
+                add_to_zip(z, member.name, member.read_bytes())
 
 
 def write_large_shapefile_zip(name: str, path: Path, min_bytes: int) -> None:
@@ -176,5 +187,5 @@ def write_zip_without_shapefile(path: Path) -> None:
     """A ZIP of a table and a readme: a download that is no shapefile."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr("README.txt", "Station list of the 2023 field campaign. Coordinates in WGS84.\n")
-        z.writestr("stations.csv", "name,lon,lat\nCuiaba,-56.1,-15.6\nSinop,-55.5,-11.9\n")
+        add_to_zip(z, "README.txt", b"Station list of the 2023 field campaign. Coordinates in WGS84.\n")
+        add_to_zip(z, "stations.csv", b"name,lon,lat\nCuiaba,-56.1,-15.6\nSinop,-55.5,-11.9\n")

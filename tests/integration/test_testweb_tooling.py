@@ -157,3 +157,25 @@ def test_the_planted_files_carry_the_titles_the_truth_records(tmp_path, monkeypa
         "Central Tokyo wards",
     )
     assert (files.PARKS.found_title, files.COASTLINE.found_title) == ("parks", None)
+
+
+def test_planted_files_come_out_the_same_bytes_at_every_build(tmp_path, monkeypatch):
+    """A rebuilt test web must look unchanged to a revisit: no zip member or DBF header carries the build's
+    date (ZIP times have a 2 s grain, hence the pause)."""
+    import zipfile
+
+    from testweb import files
+
+    monkeypatch.setattr(files, "site_root", lambda port: tmp_path / str(port))
+    planted = (files.COASTLINE, files.DISTRICTS, files.HIKE, files.PARKS)
+    first = {}
+    for file in planted:
+        file.write()
+        first[file.url] = file.file.read_bytes()
+    time.sleep(2.1)
+    for file in planted:
+        file.write()
+        assert file.file.read_bytes() == first[file.url], file.url
+    with zipfile.ZipFile(files.COASTLINE.file) as z:
+        [dbf] = [name for name in z.namelist() if name.endswith(".dbf")]
+        assert z.read(dbf)[1:4] == bytes([124, 1, 1])  # last update 2024-01-01, not the day of the build
