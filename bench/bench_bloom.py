@@ -82,7 +82,7 @@ def main() -> None:
     added, insert_s = timed(bloom.add, url_chunks(0, n, args.seed))
     false_pos, lookup_s = timed(bloom.__contains__, url_chunks(n, n, args.seed + 1))
     present, _ = timed(bloom.__contains__, url_chunks(0, n, args.seed))
-    bloom_bytes = len(bloom.bits)
+    bloom_bytes = bloom.num_bits // 8
     rows = [
         f"n = {n:,} URLs inserted, {n:,} other URLs queried; target error rate {args.error_rate:g}; "
         f"Python {sys.version.split()[0]}.",

@@ -40,8 +40,8 @@ import psycopg2
 import redis
 
 from bench.bench_bloom import url_for
-from bench.redis_bloom import RedisBloomFilter
-from geoweb.dedup import BloomFilter
+from bench.redis_bloom import RedisBloomFilter, contains
+from geoweb.dedup.bloom import bloom_size
 from geoweb.settings import Settings
 from stack import postgres as stack_postgres
 from stack import redis as stack_redis
@@ -321,13 +321,12 @@ def measure_bloom(workload: Workload, error_rate: float) -> Row:
         try:
             outcome = run_workers(workload, lambda: bloom_checker(key, distinct, error_rate))
             memory = client.memory_usage(key)
-            # The Redis string is the in-process filter's bit array: look the unseen URLs up in a copy.
-            copy = BloomFilter(distinct, error_rate)
-            copy.bits[:] = client.get(key)
+            bits = client.get(key)  # look the unseen URLs up in a copy
         finally:
             client.delete(key)
-    hits = sum(url in copy for url in workload.unseen)
-    note = f"{hits / distinct:.1e} of {distinct:,} unseen URLs found; k = {copy.num_hashes}"
+    num_bits, num_hashes = bloom_size(distinct, error_rate)
+    hits = sum(contains(bits, url, num_bits, num_hashes) for url in workload.unseen)
+    note = f"{hits / distinct:.1e} of {distinct:,} unseen URLs found; k = {num_hashes}"
     return Row(f"Redis Bloom filter, {error_rate:g}", outcome, memory, None, None, note)
 
 

@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from bench.bench_bloom import url_for
-from bench.redis_bloom import RedisBloomFilter
+from bench.redis_bloom import RedisBloomFilter, bloom_positions, contains
 from geoweb.dedup import BloomFilter
 
 # Sized far above the items the tests add, so a false positive (probability below 1e-20) cannot flake a test.
@@ -86,13 +86,23 @@ def test_racing_clients_report_each_item_new_exactly_once(redis_url, key):
     assert reported[0] and reported[1]  # both won some: the race did happen
 
 
-def test_bits_equal_the_in_process_filter(client, key):
+def test_bits_are_the_positions_the_client_computes(client, key):
+    """The script sets exactly each item's positions and reports new exactly when one was unset, against a
+    bit array filled here; sized as the in-process filter is."""
     items = [*urls(2000), *HOSTILE]
     bloom = RedisBloomFilter(client, key, EXPECTED, error_rate=1e-3)
     local = BloomFilter(EXPECTED, error_rate=1e-3)
-    assert (bloom.num_bits, bloom.num_hashes) == (local.num_bits, local.num_hashes)
-    assert bloom.add_many(items) == [local.add(item) for item in items]
-    assert client.get(key) == bytes(local.bits)
+    assert bloom.num_hashes == local.num_hashes and 0 <= local.num_bits - bloom.num_bits < 8
+    bits = bytearray(bloom.num_bytes)
+    expected_new = []
+    for item in items:
+        positions = bloom_positions(item, bloom.num_bits, bloom.num_hashes)
+        expected_new.append(not all(bits[p >> 3] & (1 << (p & 7)) for p in positions))
+        for p in positions:
+            bits[p >> 3] |= 1 << (p & 7)
+    assert bloom.add_many(items) == expected_new
+    assert client.get(key) == bytes(bits)
+    assert all(contains(bytes(bits), item, bloom.num_bits, bloom.num_hashes) for item in items)
 
 
 def test_no_false_negatives(client, key):
