@@ -131,7 +131,7 @@ def test_a_wms_whose_maps_fail_while_its_capabilities_answer_has_failing_operati
         [line] = [line for line in revisit(store, ["127.0.0.1"]) if line["url"] == OUTAGE.url]
         with store.transaction() as cur:
             cur.execute(
-                "SELECT c.operation, c.outcome, c.http_status, c.error_reason FROM resource_checks c "
+                "SELECT c.run_id, c.operation, c.outcome, c.http_status, c.error_reason FROM resource_checks c "
                 "JOIN resources r ON r.id = c.resource_id WHERE r.url = %s ORDER BY c.id",
                 (OUTAGE.url,),
             )
@@ -141,11 +141,12 @@ def test_a_wms_whose_maps_fail_while_its_capabilities_answer_has_failing_operati
         [quality] = store.revisits.quality([resource_id])
     assert line["outcome"] == "unchanged"  # the failing GetMap leaves the capabilities check as it is
     assert rows == [
-        ("GetCapabilities", "unchanged", 200, None),
-        ("GetMap", "failed", 200, "ogc_exception"),
+        ("outage-crawl", "GetCapabilities", "unchanged", 200, None),  # the crawl's fetch, measured too
+        ("revisit-test", "GetCapabilities", "unchanged", 200, None),
+        ("revisit-test", "GetMap", "failed", 200, "ogc_exception"),
     ]
     assert quality["operations_status"] == "failing"
     assert quality["operations_error"].startswith("GetMap ogc_exception: OGC exception report")
     assert "Unable to access file" in quality["operations_error"]  # MapServer's word for the missing data
     capabilities = quality["operations_30d"]["GetCapabilities"]
-    assert (capabilities["checks"], capabilities["successes"]) == (1, 1)
+    assert (capabilities["checks"], capabilities["successes"]) == (2, 2)

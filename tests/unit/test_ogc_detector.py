@@ -13,8 +13,8 @@ from geoweb.detect.base import DetectContext
 from geoweb.detect.ogc import OGCDetector
 from geoweb.detect.ogc.csw import FIRST_RECORDS
 from geoweb.errors import ConnectionFailed, HTTPStatusError
-from geoweb.fetch.response import Response
-from geoweb.models import OGC_TYPES
+from geoweb.fetch.response import Response, Timing
+from geoweb.models import OGC_TYPES, ProofFetch, resource_from_record
 from geoweb.settings import Settings
 from tests.data import corpus
 
@@ -139,6 +139,31 @@ def test_capabilities_at_a_plain_url_is_reported_at_its_final_url():
     )
     assert [d.name for d in wms.datasets] == ["roads"]
     assert web.requested == []  # WMS was the only type wanted, and it is found
+
+
+class TimedWeb(FakeWeb):
+    """A FakeWeb whose answers are timed, as the fetcher times every response."""
+
+    async def fetch(self, url: str, *, headers=None, max_bytes=None) -> Response:
+        answer = await super().fetch(url, headers=headers, max_bytes=max_bytes)
+        answer.timing = Timing(0.25, 0.75, len(answer.body))
+        return answer
+
+
+def test_a_service_carries_its_measured_fetch_but_its_record_does_not():
+    endpoint = "http://h/geoserver/ows"
+    web = TimedWeb({probe(endpoint, "WFS"): WFS_DOC})
+    resp = response(endpoint + "?service=WMS&request=GetCapabilities", WMS_DOC)
+    resp.status, resp.timing = 203, Timing(0.125, 0.5, 4321)
+    wms, wfs = detect(resp, web.context(types=("WMS", "WFS")))
+    assert wms.proof == ProofFetch(203, 0.125, 0.5, 4321)
+    assert wfs.proof == ProofFetch(200, 0.25, 0.75, len(WFS_DOC))  # the probe's own fetch
+    record = wms.to_record()
+    assert "proof" not in record and "ProofFetch" not in repr(record)
+    assert resource_from_record(record).proof is None
+    # an untimed response (not the fetcher's) proves the service all the same, unmeasured
+    [untimed] = detect(response("http://h/caps.xml", WMS_DOC), FakeWeb().context(types=("WMS",)))
+    assert untimed.proof is None
 
 
 def test_non_capabilities_xml_away_from_endpoints_sends_nothing(caplog):

@@ -15,6 +15,7 @@ from geoweb.models.resources import (
     BBox,
     Conformance,
     Dataset,
+    ProofFetch,
     Resource,
     ResourceStatus,
     resource_from_record,
@@ -33,7 +34,7 @@ from geoweb.models.revisit import (
 __all__ = [
     "ALL_TYPES", "ARCGIS_TYPES", "DATASET_FIELDS", "FILE_TYPES", "OGCAPI_TYPES", "OGC_TYPES", "STAC_TYPES",
     "BBox", "CheckOperation", "CheckOutcome", "CheckResult", "Conformance", "Dataset", "DeferReason", "Due", "LevelStats", "Link",
-    "OnlineResource", "Page", "Record", "RecordStatus", "RecordedLink", "Resource", "ResourceStatus",
+    "OnlineResource", "Page", "ProofFetch", "Record", "RecordStatus", "RecordedLink", "Resource", "ResourceStatus",
     "RunStatus", "Scene", "ScheduleState", "ScheduleStatus", "SourceStatus", "URLStatus",
     "resource_from_record", "sha256", "union_bbox",
 ]  # fmt: skip

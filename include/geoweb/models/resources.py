@@ -54,6 +54,17 @@ class Dataset:
 DATASET_FIELDS = fields(Dataset)
 
 
+@dataclass(frozen=True, slots=True)
+class ProofFetch:
+    """How the fetch of the document that proved a resource answered: its HTTP status, time to first byte,
+    total time and body bytes (``fetch.Timing``). The crawl stores it as a check of the resource."""
+
+    status: int
+    first_byte_seconds: float
+    total_seconds: float
+    bytes: int
+
+
 @dataclass(slots=True)
 class Resource:
     """One discovered service or file, keyed by (canonical url, type)."""
@@ -78,6 +89,9 @@ class Resource:
     level: int | None = None
     source_page: str | None = None
     discovered_at: str | None = None
+    # The measured fetch of its OGC capabilities, set by that detector. Not in its record, nor in equality:
+    # records and resources are compared between runs to see what changed, and the times always change.
+    proof: ProofFetch | None = field(default=None, compare=False)
 
     @property
     def key(self) -> tuple[str, str]:

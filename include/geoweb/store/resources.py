@@ -2,7 +2,9 @@
 (url, type), and the runs that found it.
 
 The writes take the cursor of the caller's transaction: a crawl's pages (``Frontier.commit_pages``) and a
-revisit's check (``Revisits.record_check``) save resources together with their own rows.
+revisit's check (``Revisits.record_check``) save resources together with their own rows. A crawl's resource
+that carries the measured fetch that proved it (an OGC service's GetCapabilities) gets a row of
+``resource_checks`` too, as a revisit's check does, so the quality figures count the crawl's fetches.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from datetime import UTC
 from psycopg2.extras import RealDictCursor, execute_values
 
 from geoweb.errors import StoreError
-from geoweb.models import Dataset, Resource, ResourceStatus
+from geoweb.models import CheckOutcome, Dataset, Resource, ResourceStatus
+from geoweb.models.revisit import check_operation
 from geoweb.store.geometry import boxes_of
 from geoweb.store.repository import PAGE_SIZE, Repository
 from geoweb.store.rows import DATASET_COLUMNS, RESOURCE_COLUMNS, ResourceRows
@@ -52,6 +55,20 @@ ON CONFLICT (run_id, resource_id) DO UPDATE SET
     found_on = EXCLUDED.found_on
 WHERE EXCLUDED.level < rr.level
 """
+# The content hashes stored of some (url, type) keys, read before an upsert replaces them
+_STORED_HASHES = """
+SELECT r.url, r.type, r.content_sha256 FROM resources r
+JOIN unnest(%s::text[], %s::text[]) AS k(url, type) ON r.url = k.url AND r.type = k.type
+"""
+_CRAWL_CHECKS_INSERT = """
+INSERT INTO resource_checks (resource_id, run_id, outcome, http_status, content_sha256, seconds, details,
+    operation, first_byte_seconds, total_seconds, bytes) VALUES %s
+"""
+_CRAWL_CHECK_VALUES = "(%s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s)"
+_SHA = RESOURCE_COLUMNS.index("content_sha256")
+# a resource new to the store: the crawl's fetch answered, nothing was there to change
+_FIRST_SIGHTING = '{"first_sighting": true}'
+
 # The resources an export holds are the rows (resource_id, level, source_page, discovered_at) of a statement
 # (``Chosen``) joined in as ``c``: a run's sightings, or a search's matches (GeoHub).
 _EXPORT_RESOURCES = """
@@ -105,14 +122,54 @@ def upsert_resources(cur, resources: list[ResourceRows]) -> dict[tuple[str, str]
 
 def upsert_run_resources(
     cur, run_id: str, resources: list[ResourceRows], found_on: dict[tuple[str, str], str]
-) -> None:
+) -> dict[tuple[str, str], int]:
     """Upsert resources and link the run to each (at the lowest level it found it), in the cursor's
-    transaction; ``found_on`` maps a resource's key to the page whose fetch found it."""
+    transaction; ``found_on`` maps a resource's key to the page whose fetch found it. Each resource with a
+    measured fetch (``ResourceRows.proof``) gets its check row (``_insert_crawl_checks``). Returns the id of
+    each (url, type)."""
+    measured = [r for r in resources if r.proof is not None]
+    before = _stored_hashes(cur, measured)
     ids = upsert_resources(cur, resources)
     links = [
         (run_id, ids[r.key], r.level, r.source_page, r.discovered_at, found_on[r.key]) for r in resources
     ]
     execute_values(cur, _RUN_RESOURCES_UPSERT, links, page_size=PAGE_SIZE)
+    _insert_crawl_checks(cur, run_id, measured, ids, before)
+    return ids
+
+
+def _stored_hashes(cur, resources: list[ResourceRows]) -> dict[tuple[str, str], str | None]:
+    """The content_sha256 the store holds of each resource it knows of ``resources``; the new ones are absent."""
+    if not resources:
+        return {}
+    cur.execute(_STORED_HASHES, ([r.key[0] for r in resources], [r.key[1] for r in resources]))
+    return {(url, type_): sha for url, type_, sha in cur.fetchall()}
+
+
+def _insert_crawl_checks(
+    cur,
+    run_id: str,
+    resources: list[ResourceRows],
+    ids: dict[tuple[str, str], int],
+    before: dict[tuple[str, str], str | None],
+) -> None:
+    """A ``resource_checks`` row of the run for each measured fetch: changed when the stored content hash
+    differs from the new one, unchanged otherwise or for a first sighting (noted in its details); either
+    counts as available. The revisit schedule and its fingerprint are left to revisits."""
+    values = []
+    for r in resources:
+        proof, sha = r.proof, r.values[_SHA]
+        if r.key not in before:
+            outcome, details = CheckOutcome.UNCHANGED, _FIRST_SIGHTING
+        else:
+            outcome = CheckOutcome.CHANGED if before[r.key] != sha else CheckOutcome.UNCHANGED
+            details = "{}"
+        values.append((
+            ids[r.key], run_id, outcome, proof.status, sha, proof.total_seconds, details,
+            check_operation(r.key[1]), proof.first_byte_seconds, proof.total_seconds, proof.bytes,
+        ))  # fmt: skip
+    if values:
+        execute_values(cur, _CRAWL_CHECKS_INSERT, values, template=_CRAWL_CHECK_VALUES, page_size=PAGE_SIZE)
 
 
 @dataclass(frozen=True, slots=True)

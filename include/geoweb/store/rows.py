@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from geoweb.models import Dataset, Resource
+from geoweb.models import Dataset, ProofFetch, Resource
 from geoweb.store.clean import LONG_TEXT, MAX_URL_BYTES, Cleaner, storable_url
 from geoweb.store.geometry import to_ewkb
 
@@ -30,6 +30,7 @@ class ResourceRows:
     level: int
     source_page: str | None
     discovered_at: datetime
+    proof: ProofFetch | None = None  # the measured fetch that proved it: the crawl stores it as a check
 
 
 def resource_rows(
@@ -62,7 +63,7 @@ def resource_rows(
     ]
     discovered_at = _timestamp(resource.discovered_at, clean)
     clean.log_changes(f"{url} ({type_})")
-    return ResourceRows((url, type_), values, datasets, level, source_page, discovered_at)
+    return ResourceRows((url, type_), values, datasets, level, source_page, discovered_at, resource.proof)
 
 
 def _dataset_row(position: int, dataset: Dataset, footprint: str | None, clean: Cleaner) -> tuple:

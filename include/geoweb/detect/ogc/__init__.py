@@ -42,7 +42,7 @@ from geoweb.detect.ogc.pool import ValidationCrashed, ValidationMemory, Validati
 from geoweb.detect.ogc.readings import readings
 from geoweb.errors import GeowebError, MalformedContent, UnsafeContent
 from geoweb.fetch.response import Response
-from geoweb.models import OGC_TYPES, Conformance, Resource, sha256, union_bbox
+from geoweb.models import OGC_TYPES, Conformance, ProofFetch, Resource, sha256, union_bbox
 from geoweb.settings import Settings
 from geoweb.xmlsafe import DEFAULT_MAX_BYTES, looks_like_xml, parse_xml_leniently, sniff
 
@@ -154,14 +154,21 @@ def read_capabilities(body: bytes, url: str, *, max_bytes: int = DEFAULT_MAX_BYT
 async def read_response(response: Response, settings: Settings) -> Resource:
     """``read_capabilities`` on a fetched response, in the validation pool (once per distinct body:
     ``readings``), at the endpoint it came from (not the one the document claims: documents lie). Only
-    documents whose root ``sniff`` finds worth reading go to the pool; the rest are NotCapabilities at once."""
+    documents whose root ``sniff`` finds worth reading go to the pool; the rest are NotCapabilities at once. The
+    resource carries how the response's fetch answered (``proof``)."""
     if not response.complete:
         raise MalformedContent(f"body cut at {len(response.body)} bytes")
     root = sniff(response.body, max_bytes=settings.max_xml_bytes)
     if not worth_reading(root):
         raise NotCapabilities(f"root element {etree.QName(*root).text} is no capabilities root")
     endpoint = canonical_endpoint(response.final_url)
-    return await readings(settings).read(response.body, endpoint, settings.max_xml_bytes)
+    resource = await readings(settings).read(response.body, endpoint, settings.max_xml_bytes)
+    timing = response.timing
+    if timing is not None:  # the crawl stores it as the resource's measured GetCapabilities
+        resource.proof = ProofFetch(
+            response.status, timing.first_byte_seconds, timing.total_seconds, timing.bytes
+        )
+    return resource
 
 
 class OGCDetector(Detector):
