@@ -113,6 +113,17 @@ def test_filter_chain_drops_documents_media_traps_and_long_urls():
     assert steps[-1] == ("IgnoredExtension", None)
 
 
+def test_a_full_memo_forgets_its_oldest_quarter_and_answers_as_the_filters_do():
+    chain = URLFilters.from_settings(Settings())
+    filters = URLFilters(chain.filters, memo_size=8)
+    urls = [f"HTTP://Example.com/{i}{'.pdf' if i % 3 == 0 else ''}" for i in range(20)]
+    for _ in range(2):
+        assert [filters(u) for u in urls] == [chain(u) for u in urls]
+        assert len(filters._memo) <= 8
+    assert filters.stats["filter/ignored_extension"] == 2 * 7  # a drop counts every time, memoised or not
+    assert list(filters._memo)[-1] == urls[-1]  # the newest stay
+
+
 def test_host_budget_counts_per_origin():
     budget = HostBudget(2)
     urls = [f"http://a.example/cal?month={i}" for i in range(5)]
