@@ -72,6 +72,6 @@ async def write_line(out: TextIO, record: dict[str, Any]) -> None:
     out.write(json.dumps(record, ensure_ascii=False)[:-1] + ', "dataset_list": [')
     for start in range(0, len(datasets), TURN):
         batch = datasets[start : start + TURN]
-        out.write(("" if start == 0 else ", ") + ", ".join(json.dumps(d, ensure_ascii=False) for d in batch))
+        out.write(("" if start == 0 else ", ") + json.dumps(batch, ensure_ascii=False)[1:-1])
         await asyncio.sleep(0)
     out.write("]}\n")

@@ -396,9 +396,10 @@ def _without(record: dict, keys: tuple[str, ...]) -> dict:
 
 
 def _same(before: dict, now: dict) -> bool:
-    """Whether two records describe the same resource, compared as the state file holds them: as JSON
-    (encoding both is faster than decoding one: a record may list thousands of datasets)."""
-    return _json(_without_sighting(now)) == _json(_without_sighting(before))
+    """Whether two records describe the same resource, compared as the state file holds them: equal as
+    they are (a record holds JSON's types), else equal as JSON (a tuple in ``extra``, a NaN)."""
+    before, now = _without_sighting(before), _without_sighting(now)
+    return now == before or _json(now) == _json(before)
 
 
 def _json(record: dict) -> str:
