@@ -107,10 +107,43 @@ def test_a_state_file_without_visit_times_loads_its_history_restarting(tmp_path)
     path = tmp_path / "crawl.state"
     kept = {"signature": "abc", "read_at": 5 * DAY, "visits": 4, "changes": 2, "links": [["u", "a"]]}
     with gzip.open(path, "wt", encoding="utf-8") as file:
-        json.dump({"version": STATE_VERSION, "pages": {"https://example.org/": kept}}, file)
+        json.dump({"version": 1, "pages": {"https://example.org/": kept}}, file)  # links as pairs of strings
     page = PageStates(path).get("https://example.org/")
     assert (page.visits, page.changes, page.visited_at, page.visit_seconds) == (0, 0, 5 * DAY, 0.0)
     assert page.links == [("u", "a")]
+
+
+def test_a_state_file_holds_each_link_url_once_and_gives_back_every_page_s_links(tmp_path):
+    path = tmp_path / "crawl.state"
+    states = PageStates(path)
+    nav = [("https://example.org/", "Home"), ("https://example.org/data", "Data")]
+    for n in range(3):
+        states.pages[f"https://example.org/{n}"] = PageState(signature=str(n), links=[*nav, (f"u{n}", "")])
+    states.pages["https://example.org/empty"] = PageState(signature="e")
+    states.save()
+    with gzip.open(path, "rt", encoding="utf-8") as file:
+        saved = json.load(file)
+    assert saved["version"] == STATE_VERSION == 2
+    assert sorted(saved["urls"]) == sorted(
+        ["https://example.org/", "https://example.org/data", "u0", "u1", "u2"]
+    )
+    assert saved["pages"]["https://example.org/2"]["links"][1::2] == ["Home", "Data", ""]
+    loaded = PageStates(path)
+    assert {url: state.links for url, state in loaded.pages.items()} == {
+        url: state.links for url, state in states.pages.items()
+    }
+    first, second = (
+        loaded.get("https://example.org/0").links[0][0],
+        loaded.get("https://example.org/1").links[0][0],
+    )
+    assert first is second  # one string for all the pages that link it
+
+
+def test_a_state_file_of_an_unknown_version_starts_the_state_afresh(tmp_path):
+    path = tmp_path / "crawl.state"
+    with gzip.open(path, "wt", encoding="utf-8") as file:
+        json.dump({"version": 99, "pages": {"https://example.org/": {"links": "anything"}}}, file)
+    assert PageStates(path).pages == {}
 
 
 def test_a_url_leaves_the_schedule_after_two_runs_gone_or_four_weeks_unreached():

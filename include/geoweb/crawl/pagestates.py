@@ -62,7 +62,9 @@ def _readers_digest() -> str:
 
 
 READERS = _readers_digest()
-STATE_VERSION = 1
+# 2: each distinct link URL once, in the file's table "urls", a page's links as one list alternating a URL's
+# index and the anchor text (anchor texts seldom repeat); 1 (still read): its links as (url, text) pairs
+STATE_VERSION = 2
 
 
 class Unchanged(StrEnum):
@@ -225,9 +227,7 @@ class PageStates:
         self.dropped: dict[str, list[dict]] = {}  # the resources of the pages that answered 404 or 410
         if path is not None and path.exists():
             with gzip.open(path, "rb") as file, _collector_paused():
-                saved = json.loads(file.read())
-                if saved.get("version") == STATE_VERSION:
-                    self.pages = {url: page_state(values) for url, values in saved["pages"].items()}
+                self.pages = _loaded(json.loads(file.read()))
         self.known = frozenset(self.pages)  # the URLs the state file held, the ones a budget chooses among
         self.before = {r["url"] + "\n" + r["type"]: r for p in self.pages.values() for r in p.resources}
 
@@ -366,12 +366,26 @@ class PageStates:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         partial = self.path.with_name(self.path.name + ".partial")
-        state = {"version": STATE_VERSION, "pages": {u: state_values(p) for u, p in self.pages.items()}}
+        with _collector_paused():
+            saved = self._saved()
         # json.dumps whole, in C (json.dump writes piece by piece in Python: ten times slower), and the
         # fastest gzip level: a 100,000-page state saves in seconds, not half a minute (bench/README.md)
         with gzip.open(partial, "wb", compresslevel=1) as file:
-            file.write(json.dumps(state).encode("utf-8"))
+            file.write(json.dumps(saved).encode("utf-8"))
         os.replace(partial, self.path)
+
+    def _saved(self) -> dict:
+        """The state as its file holds it (``STATE_VERSION``)."""
+        urls: dict[str, int] = {}
+        pages = {}
+        for url, state in self.pages.items():
+            values = state_values(state)
+            flat: list[int | str] = [0] * (2 * len(state.links))
+            flat[0::2] = [urls.setdefault(link, len(urls)) for link, _ in state.links]
+            flat[1::2] = [text for _, text in state.links]
+            values["links"] = flat
+            pages[url] = values
+        return {"version": STATE_VERSION, "urls": list(urls), "pages": pages}
 
 
 # what a resource is, without where and when this run saw it
@@ -408,8 +422,8 @@ def _json(record: dict) -> str:
 
 @contextmanager
 def _collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off while a state file becomes millions of lists and dicts (none of them
-    garbage): its passes over them made loading three times slower."""
+    """The cyclic garbage collector off while a state becomes millions of lists and dicts or is made of them
+    (none of them garbage): its passes over the whole heap made loading and saving three times slower."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -432,10 +446,26 @@ def state_values(state: PageState) -> dict:
     return {name: getattr(state, name) for name in _STATE_FIELDS}
 
 
+def _loaded(saved: dict) -> dict[str, PageState]:
+    """The pages of a state file, of this version or the one before (any other is read as empty: the run
+    starts the state afresh). The pages linking a URL share one string of it."""
+    version = saved.get("version")
+    if version == 1:
+        return {url: page_state(values) for url, values in saved["pages"].items()}
+    if version != STATE_VERSION:
+        return {}
+    urls, pages = saved["urls"], {}
+    for url, values in saved["pages"].items():
+        pairs = values["links"]
+        values["links"] = list(zip(map(urls.__getitem__, pairs[0::2]), pairs[1::2], strict=True))
+        pages[url] = page_state(values)
+    return pages
+
+
 def page_state(values: dict) -> PageState:
     """A PageState from its JSON form (a state file's, the page_states table's)."""
     values = dict(values)
-    values["links"] = [tuple(link) for link in values.get("links", [])]
+    values["links"] = [link if type(link) is tuple else tuple(link) for link in values.get("links", [])]
     values.setdefault("readers", "")  # kept before readers were: read by other code
     if "visited_at" not in values:  # kept without visit times: its intervals are unknown, its counts restart
         values.update(visits=0, changes=0, visited_at=values.get("read_at", 0.0))
