@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import logging
 import subprocess
 import sys
 import threading
@@ -82,8 +83,8 @@ class Site:
         return web.Response(body=body, content_type=content_type, headers=headers)
 
 
-def run(site: Site, state, tmp_path, port: int | None = None, revisit_budget: int | None = None):
-    """One ``geoweb crawl --state`` run: (records by path, the report, the port)."""
+def run(site: Site, state, tmp_path, port: int | None = None, revisit_budget: int | None = None, **settings):
+    """One ``geoweb crawl --state`` run with ``settings`` changed: (records by path, the report, the port)."""
 
     async def go():
         app = web.Application()
@@ -93,10 +94,10 @@ def run(site: Site, state, tmp_path, port: int | None = None, revisit_budget: in
         tcp = web.TCPSite(runner, "127.0.0.1", port or 0)
         await tcp.start()
         bound = tcp._server.sockets[0].getsockname()[1]
-        settings = Settings(max_level=3).with_(allowed_hosts=frozenset({f"127.0.0.1:{bound}"}))
+        changed = Settings(max_level=3, **settings).with_(allowed_hosts=frozenset({f"127.0.0.1:{bound}"}))
         try:
             with (tmp_path / "out.jsonl").open("w") as out:
-                report = await crawl_to_jsonl([f"http://127.0.0.1:{bound}/"], settings, ["KML"], out,
+                report = await crawl_to_jsonl([f"http://127.0.0.1:{bound}/"], changed, ["KML"], out,
                                               PageStates(state, revisit_budget))  # fmt: skip
         finally:
             await runner.cleanup()
@@ -133,6 +134,16 @@ def test_a_second_run_carries_over_what_did_not_change_and_finds_every_change(tm
     assert report.stats["unchanged/not_modified"] == 3
     assert report.stats["unchanged/same_bytes"] == 3  # b.html, weak.html, future.html
     assert report.stats["fail/bad_response"] == 1  # the liar still has nothing to carry over
+
+
+def test_urls_deferred_by_the_memory_bound_say_the_state_counts_against_it(tmp_path, caplog):
+    site = Site()
+    site.kml["/parks.kml"] = "P" * (2 * 2**20)  # a body over the whole bound
+    with caplog.at_level(logging.WARNING, "geoweb.crawl"):
+        _, report, _ = run(site, tmp_path / "crawl.state", tmp_path, max_memory_bytes=2**20)
+    assert report.stats["defer/memory_budget"] >= 1
+    [warning] = [r.getMessage() for r in caplog.records if "deferred by the memory bound" in r.getMessage()]
+    assert "the crawl's state" in warning and "GEOWEB_MAX_MEMORY_BYTES" in warning
 
 
 def test_a_new_link_on_a_changed_page_is_followed_and_its_resource_is_new(tmp_path):

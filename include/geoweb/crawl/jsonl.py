@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Collection, Iterable
 from typing import Any, TextIO
 
 from geoweb.crawl.factory import open_crawler
 from geoweb.crawl.pagestates import PageStates
 from geoweb.crawl.report import CrawlReport
-from geoweb.models import Page
+from geoweb.models import DeferReason, Page
 from geoweb.settings import Settings
+
+log = logging.getLogger("geoweb.crawl")
 
 TURN = 64  # datasets encoded between two turns of the event loop: a 2,000-layer service takes 0.1 s
 
@@ -63,6 +66,13 @@ async def crawl_to_jsonl(
             await write_line(out, {**record, "verdict": verdict})
         out.flush()
         states.save()
+        deferred = report.stats[f"defer/{DeferReason.MEMORY_BUDGET}"]
+        if deferred:
+            log.warning(
+                "%d URLs deferred by the memory bound (max_memory_bytes, %d MB): the crawl's state, %d pages, "
+                "grows in the crawl's own memory (10 KB a page on a services-heavy web); raise GEOWEB_MAX_MEMORY_BYTES for a "
+                "crawl this size", deferred, settings.max_memory_bytes // 2**20, len(states.pages),
+            )  # fmt: skip
     return report
 
 
