@@ -245,7 +245,7 @@ def test_a_hundred_thousand_datasets_load_in_one_commit_and_export(store, run_id
     assert counts(store, run_id, site)["datasets"] == 100_002
     assert [r["datasets"] for r in exported] == [100_000, 2]
     assert exported[0]["dataset_list"][99_999] == {
-        "name": "layer99999", "title": "Layer 99999", "bbox": (120.0 + 99_999 % 20 / 10, 22.0, 122.0, 25.0),
+        "name": "layer99999", "title": "Layer 99999", "bbox": [120.0 + 99_999 % 20 / 10, 22.0, 122.0, 25.0],
         "keywords": ["water"], "extra": {"styles": ["default"]}, "concepts": [],
     }  # fmt: skip
     print(f"100,000 datasets: commit {committed - started:.1f} s, export {done - committed:.1f} s")
