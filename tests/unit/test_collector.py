@@ -1,4 +1,4 @@
-"""survivors_frozen: during a crawl, a full garbage collection scans only what is newer than the crawl or than
+"""survivors_frozen and collection_paused: during a crawl, a full garbage collection scans only what is newer than the crawl or than
 the previous full collection, and nothing stays frozen after it."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 import weakref
 
-from geoweb.crawl.collector import survivors_frozen
+from geoweb.crawl.collector import collection_paused, survivors_frozen
 
 
 class Node:
@@ -33,3 +33,17 @@ def test_full_collections_freeze_their_survivors_and_the_end_unfreezes_them():
     assert all(getattr(cb, "__name__", "") != "_freeze_survivors" for cb in gc.callbacks)  # removed
     gc.collect()
     assert gone() is None  # unfrozen, the cycle is collected
+
+
+def test_collection_paused_stops_collections_in_its_block_and_restores_what_was():
+    assert gc.isenabled()
+    with collection_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collection_paused():
+            pass
+        assert not gc.isenabled()  # a collector already off stays off
+    finally:
+        gc.enable()

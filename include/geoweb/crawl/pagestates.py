@@ -20,7 +20,6 @@ others are carried over unasked. New URLs are always fetched.
 
 from __future__ import annotations
 
-import gc
 import gzip
 import hashlib
 import heapq
@@ -29,13 +28,13 @@ import math
 import os
 import sys
 import time
-from collections.abc import Container, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from email.utils import parsedate_to_datetime
 from enum import StrEnum
 from pathlib import Path
 
+from geoweb.crawl.collector import collection_paused
 from geoweb.fetch.response import Response
 from geoweb.models import Resource, sha256
 
@@ -226,7 +225,7 @@ class PageStates:
         self.gone_pages: set[str] = set()  # answered 404 or 410 in GONE_RUNS runs in a row: to forget
         self.dropped: dict[str, list[dict]] = {}  # the resources of the pages that answered 404 or 410
         if path is not None and path.exists():
-            with gzip.open(path, "rb") as file, _collector_paused():
+            with gzip.open(path, "rb") as file, collection_paused():
                 self.pages = _loaded(json.loads(file.read()))
         self.known = frozenset(self.pages)  # the URLs the state file held, the ones a budget chooses among
         self.before = {r["url"] + "\n" + r["type"]: r for p in self.pages.values() for r in p.resources}
@@ -366,7 +365,7 @@ class PageStates:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         partial = self.path.with_name(self.path.name + ".partial")
-        with _collector_paused():
+        with collection_paused():
             saved = self._saved()
         # json.dumps whole, in C (json.dump writes piece by piece in Python: ten times slower), and the
         # fastest gzip level: a 100,000-page state saves in seconds, not half a minute (bench/README.md)
@@ -418,19 +417,6 @@ def _same(before: dict, now: dict) -> bool:
 
 def _json(record: dict) -> str:
     return json.dumps(record, sort_keys=True)
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off while a state becomes millions of lists and dicts or is made of them
-    (none of them garbage): its passes over the whole heap made loading and saving three times slower."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _without_sighting(record: dict) -> dict:
