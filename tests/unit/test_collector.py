@@ -1,5 +1,6 @@
-"""survivors_frozen and collection_paused: during a crawl, a full garbage collection scans only what is newer than the crawl or than
-the previous full collection, and nothing stays frozen after it."""
+"""survivors_frozen: during a crawl, a full garbage collection scans only what is newer than the crawl or than
+the previous full collection, and nothing stays frozen after it; collection_paused: none at all in its
+block."""
 
 from __future__ import annotations
 
