@@ -52,6 +52,21 @@ def test_the_crawls_memory_is_counted_above_the_baseline(caplog):
     assert budget.stats["fetch/memory_refused"] == 2
 
 
+def test_memory_handed_back_below_the_baseline_makes_no_room_for_a_body_over_the_bound():
+    resident = Resident(300 * MB)
+    budget = MemoryBudget(1 * MB, resident=resident)
+    resident.value -= 50 * MB  # what the process held before the crawl, freed and handed back
+
+    async def run():
+        with pytest.raises(OverMemoryBudget):
+            await budget.reserve("http://h/big.kml", 2 * MB)
+        with await budget.reserve("http://h/small.kml", MB // 2):
+            assert budget.in_flight == MB // 2
+
+    asyncio.run(run())
+    assert budget.stats["fetch/memory_refused"] == 1
+
+
 def test_a_body_waits_for_the_reads_in_flight_then_is_admitted():
     budget = MemoryBudget(10 * MB, resident=Resident())
     order = []

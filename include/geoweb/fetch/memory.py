@@ -107,8 +107,9 @@ class MemoryBudget:
         return self._used() + nbytes <= self.limit
 
     def _used(self) -> int:
-        """The crawl's memory: resident above the baseline, plus the bodies being read."""
-        return self._resident() - self.baseline + self.in_flight
+        """The crawl's memory: resident above the baseline (none below it: memory the process held before the
+        crawl and handed back is no room for a body over the bound), plus the bodies being read."""
+        return max(0, self._resident() - self.baseline) + self.in_flight
 
     def _refuse(self, url: str, nbytes: int, why: str) -> OverMemoryBudget:
         self.stats["fetch/memory_refused"] += 1
