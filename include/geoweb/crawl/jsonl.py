@@ -70,8 +70,9 @@ async def crawl_to_jsonl(
         if deferred:
             log.warning(
                 "%d URLs deferred by the memory bound (max_memory_bytes, %d MB): the crawl's state, %d pages, "
-                "grows in the crawl's own memory (10 KB a page on a services-heavy web); raise GEOWEB_MAX_MEMORY_BYTES for a "
-                "crawl this size", deferred, settings.max_memory_bytes // 2**20, len(states.pages),
+                "grows in the crawl's own memory (10 KB a page on a services-heavy web); raise "
+                "GEOWEB_MAX_MEMORY_BYTES for a crawl this size",
+                deferred, settings.max_memory_bytes // 2**20, len(states.pages),
             )  # fmt: skip
     return report
 

@@ -139,8 +139,9 @@ def resource_from_record(record: dict[str, Any]) -> Resource:
         url=record["url"], type=record["type"], version=record["version"], title=record["title"],
         abstract=record["abstract"], keywords=record["keywords"], provider=record["provider"], datasets=datasets,
         bbox=tuple(record["bbox"]) if record["bbox"] else None, extra=record["extra"],
-        content_sha256=record.get("content_sha256"), conformance=record.get("conformance"), defects=record.get("defects", []),
-        owslib_error=record.get("owslib_error"), level=record["level"], source_page=record["source_page"],
+        content_sha256=record.get("content_sha256"), conformance=record.get("conformance"),
+        defects=record.get("defects", []), owslib_error=record.get("owslib_error"), level=record["level"],
+        source_page=record["source_page"],
         discovered_at=record["discovered_at"],
     )  # fmt: skip
 

@@ -340,8 +340,8 @@ class Frontier(Repository):
     ) -> None:
         """Save what the pages found, in one transaction: their resources and datasets, the run's link to each
         resource (at the lowest level), a check row of each measured capabilities fetch, their links one level
-        down, and each page's outcome (fetched, error, or skipped by robots.txt). ``keyword_of`` maps a page URL to its search keyword; without it the
-        frontier's is used.
+        down, and each page's outcome (fetched, error, or skipped by robots.txt). ``keyword_of`` maps a page
+        URL to its search keyword; without it the frontier's is used.
 
         Until it commits, the pages stay 'discovered' and are redone; redoing them changes nothing. Should
         the database refuse a page's rows, the pages are saved one by one and the refused one is marked
