@@ -32,6 +32,7 @@ class BloomFilter:
     def __init__(self, expected_items: int, error_rate: float = 1e-4):
         self.expected_items = expected_items
         self.error_rate = error_rate
+        # the formula's k, for the error rate it reports: rbloom does not tell the k it uses
         _, self.num_hashes = bloom_size(expected_items, error_rate)
         self._bloom = Bloom(expected_items, error_rate)
         self.num_bits = self._bloom.size_in_bits  # the formula's, rounded up to whole bytes
