@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from geoweb.cliparams import add_param_options
-from geoweb.errors import SettingsError
+from geoweb.errors import SettingsError, UnreadableState
 from geoweb.harvest.export import FORMATS, LAYERS
 from geoweb.harvest.params import SEARCH_PAGES, WEB_SEARCH, CatalogueParams, HarvestParams, RevisitParams
 from geoweb.models import ALL_TYPES
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         return _command(args)
-    except SettingsError as exc:  # a GEOWEB_* variable out of range, named in the message
+    except (SettingsError, UnreadableState) as exc:  # a GEOWEB_* variable out of range, a broken state file
         print(f"geoweb {args.command}: {exc}", file=sys.stderr)
         return 2
 
@@ -289,9 +289,11 @@ def _crawl(args) -> int:
         overrides["allowed_hosts"] = frozenset(h.lower() for h in overrides["allowed_hosts"])
     settings = Settings.from_env(**overrides)
     types = args.types or list(ALL_TYPES)
+    states = (
+        PageStates(args.state, args.revisit_budget) if args.state else None
+    )  # before the output is emptied
     out = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")  # noqa: SIM115
     try:
-        states = PageStates(args.state, args.revisit_budget) if args.state else None
         report = asyncio.run(crawl_to_jsonl(seeds, settings, types, out, states))
     finally:
         if out is not sys.stdout:

@@ -133,3 +133,11 @@ class LeaseStoreUnavailable(FetchError):
 
     reason = "lease_store"
     user_msg = "The shared politeness store could not be reached"
+
+
+class UnreadableState(GeowebError):
+    """Raised for a crawl's state file (``geoweb crawl --state``) that is not one it wrote: truncated, corrupt
+    or not a state. The file is left as it is; the message names it and what to do."""
+
+    reason = "state"
+    user_msg = "The crawl's state file cannot be read"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import gzip
 import json
 import logging
 import subprocess
@@ -16,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from email.utils import formatdate
 
+import pytest
 from aiohttp import web
 
 from geoweb.crawl import pagestates
@@ -246,3 +248,35 @@ def serving(site: Site) -> Iterator[int]:
         asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",  # empty
+        gzip.compress(b'{"version": 2, "urls": ["u"], "pages": {"p": {"links": [0, "a"')[:-9],  # cut short
+        b"\x1f\x8b\x08\x00" + b"\xff" * 64,  # a gzip header over garbage
+        gzip.compress(b"not json"),
+        gzip.compress(
+            b'{"version": 2, "urls": [], "pages": {"p": {"links": [5, "a"]}}}'
+        ),  # an index past the table
+        gzip.compress(
+            b'{"version": 2, "urls": ["u"], "pages": {"p": {"links": [0]}}}'
+        ),  # a link without text
+        gzip.compress(b'{"version": 1, "pages": {"p": {"no_such_field": 1}}}'),
+        gzip.compress(b"[1, 2]"),
+    ],
+)
+def test_a_broken_state_file_stops_geoweb_crawl_with_one_line_and_is_left_as_it_was(tmp_path, content):
+    state, out = tmp_path / "crawl.state", tmp_path / "out.jsonl"
+    state.write_bytes(content)
+    out.write_text("the last run's output\n")
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; from geoweb.cli import main; sys.exit(main())", "crawl",
+         "--seed", "http://127.0.0.1:9/", "--state", str(state), "--output", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert f"geoweb crawl: the state file {state} cannot be read (" in done.stderr
+    assert "move it away to start the crawl's state afresh" in done.stderr and "Traceback" not in done.stderr
+    assert state.read_bytes() == content and out.read_text() == "the last run's output\n"

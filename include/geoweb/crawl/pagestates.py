@@ -28,6 +28,7 @@ import math
 import os
 import sys
 import time
+import zlib
 from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from email.utils import parsedate_to_datetime
@@ -35,6 +36,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from geoweb.crawl.collector import collection_paused
+from geoweb.errors import UnreadableState
 from geoweb.fetch.response import Response
 from geoweb.models import Resource, sha256
 
@@ -225,8 +227,23 @@ class PageStates:
         self.gone_pages: set[str] = set()  # answered 404 or 410 in GONE_RUNS runs in a row: to forget
         self.dropped: dict[str, list[dict]] = {}  # the resources of the pages that answered 404 or 410
         if path is not None and path.exists():
-            with gzip.open(path, "rb") as file, collection_paused():
-                self.pages = _loaded(json.loads(file.read()))
+            try:
+                with gzip.open(path, "rb") as file, collection_paused():
+                    self.pages = _loaded(json.loads(file.read()))
+            except (
+                OSError,
+                EOFError,
+                zlib.error,
+                ValueError,
+                KeyError,
+                IndexError,
+                TypeError,
+                AttributeError,
+            ) as exc:
+                raise UnreadableState(
+                    f"the state file {path} cannot be read ({type(exc).__name__}: {exc}); it is left as it is: "
+                    "move it away to start the crawl's state afresh"
+                ) from exc
         self.known = frozenset(self.pages)  # the URLs the state file held, the ones a budget chooses among
         self.before = {r["url"] + "\n" + r["type"]: r for p in self.pages.values() for r in p.resources}
 
