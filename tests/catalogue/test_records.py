@@ -1,9 +1,12 @@
 """OGC API - Records through GeoHub's /geohub/records, read with OWSLib's client: the same records as CSW
 (pygeoapi asks the catalogue's pycsw), by text, box and type, paged by limit and offset, with links that
-keep their protocol and lead to the service."""
+keep their protocol and lead to the service, and the quality a resource's checks measured."""
 
 from __future__ import annotations
 
+from statistics import median
+
+import psycopg2
 import pytest
 from owslib.csw import CatalogueServiceWeb
 from owslib.ogcapi.records import Records
@@ -98,3 +101,66 @@ def test_a_record_carries_its_box_keywords_and_a_service_link_to_follow(api, cat
         link for f in items(api, type="dataset") for link in f["links"] if link["rel"] == "enclosure"
     ]
     assert downloads and all(link["protocol"].startswith("WWW:DOWNLOAD-") for link in downloads)
+
+
+def service_url(feature: dict) -> str:
+    return feature["links"][1]["href"]  # after the alternate XML link
+
+
+def measured(checks: list[tuple]) -> dict:
+    """The figures of checks (outcome, operation, total seconds) as the catalogue states them."""
+    succeeded = [seconds for outcome, operation, seconds in checks if outcome != "failed"]
+    timed = [seconds for outcome, operation, seconds in checks if outcome != "failed" and operation == "GetCapabilities"]  # fmt: skip
+    return {
+        "availability_30d_percent": round(100 * len(succeeded) / len(checks), 2),
+        "checks_30d": len(checks),
+        "response_median_seconds": round(median(timed), 3),
+    }
+
+
+def test_a_checked_or_judged_resource_carries_its_quality_and_conformance_level(api, catalogue_dsn):
+    """The figures and verdicts of an ISO record's data quality, as properties of the item in a page and on
+    its own; a resource never checked nor judged has neither property."""
+    with psycopg2.connect(catalogue_dsn) as conn, conn.cursor() as cur:
+        cur.execute(
+            "SELECT DISTINCT inspire_availability_rule, inspire_getmap_rule FROM resource_quality "
+            "WHERE type = 'WMS'"
+        )
+        [(availability_rule, getmap_rule)] = cur.fetchall()
+        cur.execute(
+            "SELECT 'urn:geoweb:resource:' || id, checks_30d IS NOT NULL, conformance IS NOT NULL FROM resources"
+        )
+        has = {identifier: (checked, judged) for identifier, checked, judged in cur.fetchall()}
+    every = items(api)
+    assert {f["id"]: ("quality" in f["properties"], "conformance" in f["properties"]) for f in every} == has
+    by_url = {service_url(f): f for f in every}
+    steady, flaky = by_url[data.STEADY.url], by_url[data.FLAKY.url]
+    assert steady["properties"]["quality"] == {
+        **measured(data.STEADY_CHECKS),
+        "inspire": [{"rule": availability_rule, "verdict": "met"}, {"rule": getmap_rule, "verdict": "met"}],
+    }
+    assert measured(data.STEADY_CHECKS) == {
+        "availability_30d_percent": 100,
+        "checks_30d": 54,
+        "response_median_seconds": 0.39,
+    }
+    assert flaky["properties"]["quality"] == {
+        **measured(data.FLAKY_CHECKS),
+        "inspire": [
+            {"rule": availability_rule, "verdict": "not met"},
+            {"rule": getmap_rule, "verdict": "not enough checks"},
+        ],
+    }
+    assert flaky["properties"]["quality"]["availability_30d_percent"] == 66.67
+    assert "conformance" not in steady["properties"]
+    tiles = api.collection_item(COLLECTION, by_url[data.TILES.url]["id"])
+    assert "quality" not in tiles["properties"]
+    assert tiles["properties"]["conformance"] == {
+        "specification": "OGC WMTS 1.0.0",
+        "pass": False,
+        "explanation": "Capabilities document identified by its type and version only: no Contents section; "
+        "OWSLib's WMTS reader cannot read it: KeyError: 'Contents'",
+    }
+    assert api.collection_item(COLLECTION, steady["id"])["properties"] == steady["properties"]
+    tracks = api.collection_item(COLLECTION, by_url[data.TRACKS.url]["id"])
+    assert not {"quality", "conformance"} & tracks["properties"].keys()
