@@ -12,6 +12,7 @@ from aiohttp import web
 from geoweb.crawl.pagestates import UNREACHED_SECONDS, PageState
 from geoweb.harvest.params import HarvestParams
 from geoweb.store import Store
+from tests.data import corpus
 from tests.harvest.test_set_aside import harvest
 from tests.hostile.servers import PagesServer
 
@@ -99,6 +100,44 @@ def test_a_second_run_of_a_crawl_asks_with_its_validators_and_carries_over_what_
         site.conditional.clear()
         harvest(store, HarvestParams.from_conf(conf | {"full_recrawl": True}))
         assert [sent for _, sent in site.conditional] == [None] * 4
+
+
+def test_a_304_to_a_services_capabilities_is_a_measured_check_of_the_run(postgis_dsn):
+    """A WMS whose capabilities answer 304 in the second run: that run's check row is the 304 (unchanged, its
+    timing), as the first run's is the read; the quality figures count both."""
+    capabilities = (corpus.CAPABILITIES / "wms_mesonet-caps-130.xml").read_bytes()
+    pages = {
+        "/": ("text/html", b'<html><body><a href="/wms?service=WMS&amp;request=GetCapabilities">wms</a></body></html>'),
+        "/wms": ("text/xml", capabilities),
+    }  # fmt: skip
+    with ValidatingServer(pages) as site, Store(postgis_dsn) as store:
+        params = HarvestParams.from_conf({
+            "seeds": [site.url("/")], "allowed_hosts": [site.hostport], "max_level": 1,
+            "crawl": f"test-{uuid.uuid4().hex[:8]}", "types": ["WMS"],
+        })  # fmt: skip
+        first_id, _ = harvest(store, params)
+        second_id, second = harvest(store, params)
+        assert second["costs"]["not_modified"] == 2
+        with store.transaction() as cur:
+            cur.execute(
+                "SELECT c.run_id, c.operation, c.outcome, c.http_status, c.bytes, c.first_byte_seconds > 0, "
+                "c.total_seconds >= c.first_byte_seconds, c.content_sha256 = r.content_sha256 "
+                "FROM resource_checks c JOIN resources r ON r.id = c.resource_id "
+                "WHERE r.url = %s AND r.type = 'WMS' ORDER BY c.id",
+                (site.url("/wms"),),
+            )
+            checks = cur.fetchall()
+            cur.execute(
+                "SELECT q.checks_30d, q.availability_30d_percent FROM resource_quality q "
+                "JOIN resources r ON r.id = q.resource_id WHERE r.url = %s",
+                (site.url("/wms"),),
+            )
+            quality = cur.fetchone()
+    assert checks == [
+        (first_id, "GetCapabilities", "unchanged", 200, len(capabilities), True, True, True),
+        (second_id, "GetCapabilities", "unchanged", 304, 0, True, True, True),
+    ]
+    assert quality == (2, 100)
 
 
 def test_runs_of_the_same_seeds_are_one_crawl_and_other_seeds_another():

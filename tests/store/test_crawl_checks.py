@@ -5,10 +5,13 @@ left to revisits."""
 
 from __future__ import annotations
 
+import threading
 from decimal import Decimal
 
 from geoweb.models import ProofFetch
 from geoweb.store import Store
+from geoweb.store.resources import upsert_run_resources
+from geoweb.store.rows import resource_rows
 from tests.store.pages import kml, page, wms
 from tests.store.queries import rows
 
@@ -71,3 +74,28 @@ def test_a_resource_found_twice_in_a_batch_is_checked_once(store, run_id, site):
     service.proof = ProofFetch(200, 0.1, 0.2, 100)
     store.frontier.commit_pages(run_id, [page(f"{site}/{n}", 1, f"{site}/", [service]) for n in range(2)], 4)
     assert [row[:3] for row in rows(store, CHECKS, f"{site}/%")] == [(run_id, "GetCapabilities", "unchanged")]
+
+
+def test_two_shards_committing_a_service_at_once_label_their_checks_one_after_the_other(
+    store, postgis_dsn, site
+):
+    """One shard's commit holds a new hash of the service uncommitted when another commits the same: the other
+    waits, then compares with that hash (unchanged), not with the older one both began with (changed twice)."""
+    crawl(store, f"crawl-0-{site}", site, "ab" * 32, ProofFetch(200, 0.1, 0.2, 100))
+    first, second = f"crawl-1-{site}", f"crawl-2-{site}"
+    store.runs.begin(first, {"seeds": [f"{site}/"]})
+    service = wms(site, 1, f"{site}/")
+    service.content_sha256, service.proof = "cd" * 32, ProofFetch(200, 0.1, 0.2, 100)
+    with Store(postgis_dsn) as other, other.transaction() as cur:
+        rows_ = resource_rows(service, 1, f"{site}/", None)
+        upsert_run_resources(cur, first, [rows_], {rows_.key: f"{site}/"})
+        waiting = threading.Thread(target=crawl, args=(store, second, site, "cd" * 32, service.proof))
+        waiting.start()
+        waiting.join(1.0)
+        assert waiting.is_alive()  # held by the first shard's lock on the service's row
+    waiting.join(30)
+    assert [row[:3] for row in rows(store, CHECKS, f"{site}/%")] == [
+        (f"crawl-0-{site}", "GetCapabilities", "unchanged"),
+        (first, "GetCapabilities", "changed"),
+        (second, "GetCapabilities", "unchanged"),
+    ]

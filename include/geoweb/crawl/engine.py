@@ -20,6 +20,7 @@ from geoweb.crawl.collector import survivors_frozen
 from geoweb.crawl.pagestates import PageState, PageStates, Unchanged, Verdict
 from geoweb.crawl.report import CrawlReport
 from geoweb.detect.base import DetectContext, Detector
+from geoweb.detect.ogc import fetch_proof, proved_by
 from geoweb.errors import BadResponse, FetchError, GeowebError, RobotsDisallowed
 from geoweb.fetch.memory import OverMemoryBudget
 from geoweb.fetch.response import Response
@@ -257,7 +258,7 @@ class Crawler:
                 self.stats[f"unchanged/{unchanged}"] += 1
                 if unchanged == Unchanged.NOT_MODIFIED:  # no body read; the same bytes were read
                     self.stats["unchanged/bytes_saved"] += known.size
-                return response.status, *await self.carried_over(known, url, source, level, follow)
+                return response.status, *await self.carried_over(known, url, source, level, follow, response)
             if response.status == 304:
                 raise BadResponse("304 Not Modified to a request that sent no validator", url=url)
             if self.pages.failed(url, response.status):
@@ -289,14 +290,24 @@ class Crawler:
         return response.status, resources, self.scored(extracted, url, level)
 
     async def carried_over(
-        self, known: PageState, url: str, source: str | None, level: int, follow: bool
+        self,
+        known: PageState,
+        url: str,
+        source: str | None,
+        level: int,
+        follow: bool,
+        response: Response | None = None,
     ) -> tuple[list[Resource], list[Link]]:
         """A page as an earlier run read it: its resources recorded again (tagged then, unless another page
-        gave them first), its links scored."""
+        gave them first), its links scored. The services its capabilities describe carry this run's
+        ``response`` (a 304, or the same bytes) as their measured fetch, as a read would."""
         untagged = {(r["url"], r["type"]) for r in known.resources if r.get("tagged") is False}
-        kept, _ = await self.record(
-            [resource_from_record(r) for r in known.resources], level, source, untagged=untagged
-        )
+        resources = [resource_from_record(r) for r in known.resources]
+        if response is not None:
+            for resource in resources:
+                if proved_by(resource, response):
+                    resource.proof = fetch_proof(response)
+        kept, _ = await self.record(resources, level, source, untagged=untagged)
         return kept, self.scored(known.links, url, level) if follow else []
 
     def scored(self, extracted: Iterable[tuple[str, str]], url: str, level: int) -> list[Link]:

@@ -55,16 +55,20 @@ ON CONFLICT (run_id, resource_id) DO UPDATE SET
     found_on = EXCLUDED.found_on
 WHERE EXCLUDED.level < rr.level
 """
-# The content hashes stored of some (url, type) keys, read before an upsert replaces them
-_STORED_HASHES = """
+# The content hashes stored of some (url, type) keys, read before an upsert replaces them. Their rows are
+# locked, in the order the upsert takes them (keys sorted by code point), so that a shard committing the same
+# resource waits and then labels its check against this commit's hash, not the one both read before.
+_LOCK_STORED = """
 SELECT r.url, r.type, r.content_sha256 FROM resources r
 JOIN unnest(%s::text[], %s::text[]) AS k(url, type) ON r.url = k.url AND r.type = k.type
+ORDER BY r.url COLLATE "C", r.type COLLATE "C" FOR UPDATE OF r
 """
-_CRAWL_CHECKS_INSERT = """
-INSERT INTO resource_checks (resource_id, run_id, outcome, http_status, content_sha256, seconds, details,
-    operation, first_byte_seconds, total_seconds, bytes) VALUES %s
+_CHECKS_INSERT = """
+INSERT INTO resource_checks (resource_id, run_id, outcome, http_status, error_reason, error_message,
+    content_sha256, seconds, details, operation, first_byte_seconds, total_seconds, bytes, warning) VALUES %s
 """
-_CRAWL_CHECK_VALUES = "(%s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s)"
+_CHECK_VALUES = """(%(id)s, %(run_id)s, %(outcome)s, %(status)s, %(reason)s, %(message)s, %(sha)s, %(seconds)s,
+    %(details)s::jsonb, %(operation)s, %(first_byte)s, %(total)s, %(bytes)s, %(warning)s)"""
 _SHA = RESOURCE_COLUMNS.index("content_sha256")
 # a resource new to the store: the crawl's fetch answered, nothing was there to change
 _FIRST_SIGHTING = '{"first_sighting": true}'
@@ -127,22 +131,26 @@ def upsert_run_resources(
     transaction; ``found_on`` maps a resource's key to the page whose fetch found it. Each resource with a
     measured fetch (``ResourceRows.proof``) gets its check row (``_insert_crawl_checks``). Returns the id of
     each (url, type)."""
-    measured = [r for r in resources if r.proof is not None]
-    before = _stored_hashes(cur, measured)
+    before = _lock_stored(cur, resources)
     ids = upsert_resources(cur, resources)
     links = [
         (run_id, ids[r.key], r.level, r.source_page, r.discovered_at, found_on[r.key]) for r in resources
     ]
     execute_values(cur, _RUN_RESOURCES_UPSERT, links, page_size=PAGE_SIZE)
-    _insert_crawl_checks(cur, run_id, measured, ids, before)
+    _insert_crawl_checks(cur, run_id, [r for r in resources if r.proof is not None], ids, before)
     return ids
 
 
-def _stored_hashes(cur, resources: list[ResourceRows]) -> dict[tuple[str, str], str | None]:
-    """The content_sha256 the store holds of each resource it knows of ``resources``; the new ones are absent."""
-    if not resources:
-        return {}
-    cur.execute(_STORED_HASHES, ([r.key[0] for r in resources], [r.key[1] for r in resources]))
+def insert_checks(cur, checks: list[dict]) -> None:
+    """Rows of ``resource_checks``, each a dict of ``_CHECK_VALUES``' names, in the cursor's transaction."""
+    if checks:
+        execute_values(cur, _CHECKS_INSERT, checks, template=_CHECK_VALUES, page_size=PAGE_SIZE)
+
+
+def _lock_stored(cur, resources: list[ResourceRows]) -> dict[tuple[str, str], str | None]:
+    """The content_sha256 the store holds of each resource it knows of ``resources``, their rows locked until
+    the transaction ends; the new ones are absent."""
+    cur.execute(_LOCK_STORED, ([r.key[0] for r in resources], [r.key[1] for r in resources]))
     return {(url, type_): sha for url, type_, sha in cur.fetchall()}
 
 
@@ -156,7 +164,7 @@ def _insert_crawl_checks(
     """A ``resource_checks`` row of the run for each measured fetch: changed when the stored content hash
     differs from the new one, unchanged otherwise or for a first sighting (noted in its details); either
     counts as available. The revisit schedule and its fingerprint are left to revisits."""
-    values = []
+    checks = []
     for r in resources:
         proof, sha = r.proof, r.values[_SHA]
         if r.key not in before:
@@ -164,12 +172,13 @@ def _insert_crawl_checks(
         else:
             outcome = CheckOutcome.CHANGED if before[r.key] != sha else CheckOutcome.UNCHANGED
             details = "{}"
-        values.append((
-            ids[r.key], run_id, outcome, proof.status, sha, proof.total_seconds, details,
-            check_operation(r.key[1]), proof.first_byte_seconds, proof.total_seconds, proof.bytes,
-        ))  # fmt: skip
-    if values:
-        execute_values(cur, _CRAWL_CHECKS_INSERT, values, template=_CRAWL_CHECK_VALUES, page_size=PAGE_SIZE)
+        checks.append({
+            "id": ids[r.key], "run_id": run_id, "outcome": outcome, "status": proof.status, "reason": None,
+            "message": None, "sha": sha, "seconds": proof.total_seconds, "details": details,
+            "operation": check_operation(r.key[1]), "first_byte": proof.first_byte_seconds,
+            "total": proof.total_seconds, "bytes": proof.bytes, "warning": None,
+        })  # fmt: skip
+    insert_checks(cur, checks)
 
 
 @dataclass(frozen=True, slots=True)

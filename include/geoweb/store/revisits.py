@@ -28,7 +28,7 @@ from geoweb.models import (
 from geoweb.models.revisit import check_operation
 from geoweb.store.clean import Cleaner
 from geoweb.store.repository import Repository
-from geoweb.store.resources import upsert_resources
+from geoweb.store.resources import insert_checks, upsert_resources
 from geoweb.store.rows import resource_rows
 
 log = logging.getLogger("geoweb.store")
@@ -72,12 +72,6 @@ FROM resources WHERE id = %s
 _DATASETS_SNAPSHOT = """
 SELECT name, title, keywords, encode(ST_AsEWKB(footprint), 'hex'), extra FROM datasets WHERE resource_id = %s
 ORDER BY position
-"""
-_CHECK_INSERT = """
-INSERT INTO resource_checks (resource_id, run_id, outcome, http_status, error_reason, error_message,
-    content_sha256, seconds, details, operation, first_byte_seconds, total_seconds, bytes, warning)
-VALUES (%(id)s, %(run_id)s, %(outcome)s, %(status)s, %(reason)s, %(message)s, %(sha)s, %(seconds)s,
-    %(details)s, %(operation)s, %(first_byte)s, %(total)s, %(bytes)s, %(warning)s)
 """
 _QUALITY = """
 SELECT resource_id, type, url, checks_7d, availability_7d_percent, checks_30d, availability_30d_percent,
@@ -144,9 +138,10 @@ class Revisits(Repository):
                  "failures": state.failures, "checks": state.checks, "changes": state.changes,
                  "fingerprint": result.fingerprint, "outcome": result.outcome},
             )  # fmt: skip
-            _insert_check(cur, clean, run_id, result, details)
+            checks = [_check_row(clean, run_id, result, details)]
             if result.operation_check is not None:
-                _insert_check(cur, clean, run_id, result.operation_check, {})
+                checks.append(_check_row(clean, run_id, result.operation_check, {}))
+            insert_checks(cur, checks)
         clean.log_changes(f"check of {due.url} ({due.type})")
         return details, delay
 
@@ -181,18 +176,17 @@ class Revisits(Repository):
         }
 
 
-def _insert_check(cur, clean: Cleaner, run_id: str, result: CheckResult, details: dict[str, Any]) -> None:
-    """One row of ``resource_checks``."""
-    cur.execute(
-        _CHECK_INSERT,
-        {"id": result.due.id, "run_id": clean.text(run_id, "run id"), "outcome": result.outcome,
-         "status": result.http_status, "reason": clean.text(result.error_reason, "error reason"),
-         "message": clean.text(result.error_message, "error message"), "sha": result.fingerprint,
-         "seconds": result.seconds, "details": clean.json(details, "details"),
-         "operation": result.operation or check_operation(result.due.type),
-         "first_byte": result.first_byte_seconds, "total": result.total_seconds, "bytes": result.bytes,
-         "warning": clean.text(result.warning, "warning")},
-    )  # fmt: skip
+def _check_row(clean: Cleaner, run_id: str, result: CheckResult, details: dict[str, Any]) -> dict[str, Any]:
+    """A check's row of ``resource_checks`` (``insert_checks``), its texts cleaned."""
+    return {
+        "id": result.due.id, "run_id": clean.text(run_id, "run id"), "outcome": result.outcome,
+        "status": result.http_status, "reason": clean.text(result.error_reason, "error reason"),
+        "message": clean.text(result.error_message, "error message"), "sha": result.fingerprint,
+        "seconds": result.seconds, "details": clean.json(details, "details"),
+        "operation": result.operation or check_operation(result.due.type),
+        "first_byte": result.first_byte_seconds, "total": result.total_seconds, "bytes": result.bytes,
+        "warning": clean.text(result.warning, "warning"),
+    }  # fmt: skip
 
 
 def _reload(cur, due: Due, resource: Resource, details: dict[str, Any]) -> bool:

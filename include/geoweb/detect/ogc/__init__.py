@@ -163,12 +163,23 @@ async def read_response(response: Response, settings: Settings) -> Resource:
         raise NotCapabilities(f"root element {etree.QName(*root).text} is no capabilities root")
     endpoint = canonical_endpoint(response.final_url)
     resource = await readings(settings).read(response.body, endpoint, settings.max_xml_bytes)
-    timing = response.timing
-    if timing is not None:  # the crawl stores it as the resource's measured GetCapabilities
-        resource.proof = ProofFetch(
-            response.status, timing.first_byte_seconds, timing.total_seconds, timing.bytes
-        )
+    resource.proof = fetch_proof(response)
     return resource
+
+
+def fetch_proof(response: Response) -> ProofFetch | None:
+    """How a timed response's fetch answered, which the crawl stores as a measured GetCapabilities of the
+    services its document proves (``proved_by``)."""
+    timing = response.timing
+    if timing is None:
+        return None
+    return ProofFetch(response.status, timing.first_byte_seconds, timing.total_seconds, timing.bytes)
+
+
+def proved_by(resource: Resource, response: Response) -> bool:
+    """Whether ``resource`` is the OGC service a response's capabilities describe: read at the endpoint the
+    response came from, as ``read_response`` reads it."""
+    return resource.type in OGC_TYPES and resource.url == canonical_endpoint(response.final_url)
 
 
 class OGCDetector(Detector):
