@@ -150,14 +150,20 @@ def check_resources(
 async def _check_all(
     due: list[Due], settings: Settings, save: Callable[[CheckResult], None], operations: bool
 ) -> None:
-    """Check every due resource with one fetcher (its per-host slots pace each host); save each as it ends."""
+    """Check every due resource with one fetcher (its per-host slots pace each host); save each as it ends.
+    Hosts are checked at once, each host's resources one check at a time: a check's capabilities and its
+    operation follow each other, never beside another check of the host."""
+    by_host: defaultdict[str, list[Due]] = defaultdict(list)
+    for resource in due:
+        by_host[origin(resource.url)].append(resource)
     async with open_crawler(settings) as crawler:
         checker = Checker(crawler.fetch, crawler.detectors, settings, crawler.stats, operations=operations)
 
-        async def check(resource: Due) -> None:
-            save(await checker.check(resource))
+        async def check_host(resources: list[Due]) -> None:
+            for resource in resources:
+                save(await checker.check(resource))
 
-        await asyncio.gather(*(check(resource) for resource in due))
+        await asyncio.gather(*(check_host(resources) for resources in by_host.values()))
 
 
 def _line(result: CheckResult, delay: float, details: dict[str, Any]) -> dict[str, Any]:
