@@ -9,6 +9,7 @@ import io
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 from aiohttp import web
 
@@ -97,42 +98,87 @@ def separate_shards(*servers) -> int:
     return next(n for n in range(2, 1000) if len({shard_of(o, n) for o in origins}) == len(origins))
 
 
-def test_a_shard_runs_on_through_its_hosts_levels_while_a_tarpit_shard_drips(postgis_dsn, monkeypatch):
-    """The seed links to the tarpit's pages and to an innocent host's /next (level 1), which links to its
-    /deeper (level 2). The two level-1 shards run at once, as two workers run them: the innocent shard's
-    task fetches /deeper as its /next commits the link, while the tarpit's shard still drips; the next
-    level then has nothing left to plan for it."""
+@dataclass
+class LevelOne:
+    """A harvest run's level 1 whose shards ran at once, as two workers run them."""
+
+    shards: list[int]  # the level's planned shards
+    summaries: list[dict]  # their tasks' summaries
+    started: float  # time.monotonic() when they started
+    seconds: float  # until the last ended
+    later: list[int]  # the shards level 2 plans then
+    levels: list  # the run's level figures
+
+
+def level_one_at_once(dsn: str, seed: str, servers: tuple, monkeypatch) -> LevelOne:
+    """Level 0 of a run from ``seed`` over the ``servers``' hosts, each in a shard of its own, then level 1's
+    shards at once, each with its own connection to the store; the tarpit is set aside after 16 s."""
     for name, value in {"READ_TIMEOUT": "10", "TOTAL_TIMEOUT": "12", "HOST_TIME_BUDGET": "16"}.items():
         monkeypatch.setenv(f"GEOWEB_{name}", value)  # the tasks' settings come from their environment
-    with TarpitServer() as tarpit, ClockedPages(innocent_pages(), host="127.0.0.3") as innocent:
-        seed = f'<html><body>{tarpit_links(tarpit)}<a href="{innocent.url("/next")}">n</a></body></html>'
-        with PagesServer({"/": ("text/html", seed.encode())}) as site:
-            params = HarvestParams.from_conf({
-                "seeds": [site.url("/")], "allowed_hosts": [site.hostport, tarpit.hostport, innocent.hostport],
-                "max_level": 2, "shards": separate_shards(site, tarpit, innocent),
-            })  # fmt: skip
-            run_id = f"tarpit-{uuid.uuid4().hex[:8]}"
-            with Store(postgis_dsn) as store:
-                start_run(store, run_id, params)
-                for shard in plan_level(store, run_id, 0, params):
-                    crawl_shard(store, run_id, 0, shard, params)
-                shards = plan_level(store, run_id, 1, params)
-            started = time.monotonic()
-            with ThreadPoolExecutor(len(shards)) as workers:
-                summaries = list(
-                    workers.map(lambda shard: shard_task(postgis_dsn, run_id, shard, params), shards)
-                )
-            seconds = time.monotonic() - started
-            with Store(postgis_dsn) as store:
-                later = plan_level(store, run_id, 2, params)
-    deeper = innocent.asked_at["/deeper"] - started
-    assert len(shards) == 2 and deeper < HELD_OUT_SECONDS < seconds, (deeper, seconds)
-    ran_on = next(s for s in summaries if innocent.url("/").rstrip("/") in s["hosts"])
-    assert ran_on["levels"] == [1, 2] and ran_on["urls"] == 2
-    assert later == []  # the innocent host's level 2 is done; the tarpit's links led nowhere deeper
+    params = HarvestParams.from_conf({
+        "seeds": [seed], "allowed_hosts": [s.hostport for s in servers], "max_level": 2,
+        "shards": separate_shards(*servers),
+    })  # fmt: skip
+    run_id = f"tarpit-{uuid.uuid4().hex[:8]}"
+    with Store(dsn) as store:
+        start_run(store, run_id, params)
+        for shard in plan_level(store, run_id, 0, params):
+            crawl_shard(store, run_id, 0, shard, params)
+        shards = plan_level(store, run_id, 1, params)
+    started = time.monotonic()
+    with ThreadPoolExecutor(len(shards)) as workers:
+        summaries = list(workers.map(lambda shard: shard_task(dsn, run_id, shard, params), shards))
+    seconds = time.monotonic() - started
+    with Store(dsn) as store:
+        return LevelOne(
+            shards,
+            summaries,
+            started,
+            seconds,
+            plan_level(store, run_id, 2, params),
+            store.runs.level_stats(run_id),
+        )
 
 
 def shard_task(dsn: str, run_id: str, shard: int, params: HarvestParams) -> dict:
     """A level-1 crawl task, as a worker runs it: its own connection to the store."""
     with Store(dsn) as store:
         return crawl_shard(store, run_id, 1, shard, params)
+
+
+def test_a_shard_runs_on_through_its_hosts_levels_while_a_tarpit_shard_drips(postgis_dsn, monkeypatch):
+    """The seed links to the tarpit's pages and to an innocent host's /next (level 1), which links to its
+    /deeper (level 2). The innocent shard's task fetches /deeper as its /next commits the link, while the
+    tarpit's shard still drips; the next level then has nothing left to plan for it."""
+    with TarpitServer() as tarpit, ClockedPages(innocent_pages(), host="127.0.0.3") as innocent:
+        seed = f'<html><body>{tarpit_links(tarpit)}<a href="{innocent.url("/next")}">n</a></body></html>'
+        with PagesServer({"/": ("text/html", seed.encode())}) as site:
+            run = level_one_at_once(postgis_dsn, site.url("/"), (site, tarpit, innocent), monkeypatch)
+    deeper = innocent.asked_at["/deeper"] - run.started
+    assert len(run.shards) == 2 and deeper < HELD_OUT_SECONDS < run.seconds, (deeper, run.seconds)
+    ran_on = next(s for s in run.summaries if innocent.url("/").rstrip("/") in s["hosts"])
+    assert ran_on["levels"] == [1, 2] and ran_on["urls"] == 2
+    assert run.later == []  # the innocent host's level 2 is done; the tarpit's links led nowhere deeper
+
+
+def test_a_shard_takes_on_a_shard_no_task_crawls_while_a_tarpit_shard_drips(postgis_dsn, monkeypatch):
+    """As above, but the innocent host's /next links to /deeper on another host, in a shard of its own that
+    has no level-1 URLs, so no level-1 task. A running task takes that shard's level 2 on (it holds it, so no
+    other task crawls its hosts) and fetches /deeper while the tarpit still drips."""
+    other_pages = {"/deeper": ("text/html", b"<html><body>end</body></html>")}
+    with TarpitServer() as tarpit, ClockedPages(other_pages, host="127.0.0.4") as other:
+        nxt = f'<html><body><a href="{other.url("/deeper")}">d</a></body></html>'
+        with ClockedPages({"/next": ("text/html", nxt.encode())}, host="127.0.0.3") as innocent:
+            seed = f'<html><body>{tarpit_links(tarpit)}<a href="{innocent.url("/next")}">n</a></body></html>'
+            with PagesServer({"/": ("text/html", seed.encode())}) as site:
+                servers = (site, tarpit, innocent, other)
+                run = level_one_at_once(postgis_dsn, site.url("/"), servers, monkeypatch)
+    deeper = other.asked_at["/deeper"] - run.started
+    other_shard = shard_of(origin(other.url("/")), separate_shards(*servers))
+    assert len(run.shards) == 2 and other_shard not in run.shards
+    assert deeper < HELD_OUT_SECONDS < run.seconds, (deeper, run.seconds)
+    # whichever task asked first holds the shard (most often the innocent one, whose commit made the link)
+    assert sorted(s["adopted_shards"] for s in run.summaries) == [[], [other_shard]]
+    assert next(s for s in run.summaries if s["adopted_shards"])["levels"] == [1, 2]
+    assert run.later == []  # nothing left for a level-2 task
+    assert [s.urls for s in run.levels if s.level == 2] == [1]  # /deeper counted once, at its hop count

@@ -156,3 +156,24 @@ def test_a_page_over_the_memory_bound_is_deferred_with_its_reason():
     assert outcome(page) == (
         URLStatus.DEFERRED, "memory_budget", "not read: the answer did not fit in the memory bound"
     )  # fmt: skip
+
+
+def test_a_task_takes_on_only_shards_no_task_of_its_level_crawls_and_none_holds(store, postgis_dsn, run_id):
+    """Level-1 tasks of shards a and d: shard b has only level-2 URLs (no level-1 task), c too but another
+    task holds it, a still has level-1 URLs. Taken on: b, once, and only while another task works."""
+    shards = 8
+    host_of: dict[int, str] = {}
+    for n in range(200):
+        host_of.setdefault(shard_of(origin(f"http://h{n}.example/"), shards), f"http://h{n}.example")
+    a, b, c, d = sorted(host_of)[:4]
+    store.frontier.add_urls(run_id, 1, [(f"{host_of[s]}/one", None, None) for s in (a, d)], shards)
+    store.frontier.add_urls(run_id, 2, [(f"{host_of[s]}/two", None, None) for s in (a, b, c)], shards)
+    with Store(postgis_dsn) as task_a, Store(postgis_dsn) as task_d, Store(postgis_dsn) as holder_of_c:
+        task_d.frontier.hold_shard(run_id, d)
+        assert task_d.frontier.adopt_shards(run_id, 1, shards, {d}) == []  # no other task at work
+        task_a.frontier.hold_shard(run_id, a)
+        holder_of_c.frontier.hold_shard(run_id, c)
+        assert task_d.frontier.adopt_shards(run_id, 1, shards, {d}) == [b]
+        assert task_a.frontier.adopt_shards(run_id, 1, shards, {a}) == []  # b is d's now
+        task_d.frontier.release_shards()
+        assert task_a.frontier.adopt_shards(run_id, 1, shards, {a}) == [b]

@@ -172,8 +172,12 @@ def crawl_shard(store: Store, run_id: str, level: int, shard: int, params: Harve
     summary["hosts"] = origins
     log.info("run %s: level %d shard %d: %d URLs on %d hosts: %s", run_id, level, shard, summary["pending"],
              len(origins), ", ".join(origins))  # fmt: skip
-    run = ShardRun(store, run_id, level, shard, params)
-    levels, stats = asyncio.run(_crawl(run, store.frontier.origin_counts(run_id, shard, origins)))
+    store.frontier.hold_shard(run_id, shard)
+    try:
+        run = ShardRun(store, run_id, level, shard, params)
+        levels, stats = asyncio.run(_crawl(run, store.frontier.origin_counts(run_id, shard, origins)))
+    finally:
+        store.frontier.release_shards()
     for level_stats in levels:
         store.runs.save_level_stats(run_id, level_stats.level, shard, level_stats)
     costs = task_costs(stats)
@@ -186,6 +190,7 @@ def crawl_shard(store: Store, run_id: str, level: int, shard: int, params: Harve
         "deferred": sum(s.deferred for s in levels),
         "robots_disallowed": stats["skip/robots_disallowed"],
         **costs,
+        "adopted_shards": sorted(run.adopted),
         "committed": run.buffer.committed,
         "commit_seconds": round(run.commit_seconds, 2),
         "seconds": round(time.monotonic() - run.started, 1),
@@ -221,6 +226,8 @@ class ShardRun:
         self.states = PageStates(cutoff=store.runs.revisit_cutoff(run_id))
         self.keyword_of: dict[str, str | None] = {}  # the search keyword of each page read, for its links
         self.handed: set[str] = set()  # URLs given to the engine: a deeper URL is given once
+        self.adopted: list[int] = []  # other shards whose next level this task crawls, held by its connection
+        self.budget_used: dict[str, int] = {}  # the frontier's page counts of the adopted shards' origins
         self.commit_seconds = 0.0
         self.buffer = PageBuffer(self.commit)
         settings = params.settings()
@@ -233,15 +240,29 @@ class ShardRun:
         return (link for _, link in self.read((self.level, *row) for row in rows))
 
     def ahead(self, open_level: int | None) -> list[tuple[int, Link]]:
-        """The next level's pending URLs of the shard not given yet, once the pages done are committed: its
-        hop counts are exact, every page of the levels above the task's being done (``Ahead``); the
-        shard's own ``open_level`` does not matter, other shards' pages of the task's level may be under
-        way."""
+        """The next level's pending URLs of the shard, and of the shards it adopts (``adopt_shards``: no
+        task of the level is to crawl them), not given yet, once the pages done are committed: their hop
+        counts are exact, every page of the levels above the task's being done (``Ahead``); the shard's own
+        ``open_level`` does not matter, other shards' pages of the task's level may be under way."""
         self.buffer.flush()
         deepest = min(self.level + 1, self.params.max_level)
-        rows = self.store.frontier.pending_deeper(
-            self.run_id, self.shard, self.level, deepest, self.min_score
-        )
+        if deepest > self.level:
+            adopted = self.store.frontier.adopt_shards(
+                self.run_id, self.level, self.params.shards, {self.shard, *self.adopted}
+            )
+            for shard in adopted:
+                origins = list(self.store.frontier.pending_origins(self.run_id, deepest, shard))
+                self.budget_used |= self.store.frontier.origin_counts(self.run_id, shard, origins)
+                log.info("run %s: level %d shard %d takes on shard %d's level %d: %s", self.run_id, self.level,
+                         self.shard, shard, deepest, ", ".join(origins))  # fmt: skip
+            self.adopted.extend(adopted)
+        rows = [
+            row
+            for shard in (self.shard, *self.adopted)
+            for row in self.store.frontier.pending_deeper(
+                self.run_id, shard, self.level, deepest, self.min_score
+            )
+        ]
         return list(self.read(row for row in rows if row[1] not in self.handed))
 
     def read(
@@ -286,7 +307,11 @@ async def _crawl(run: ShardRun, budget_used: dict[str, int]) -> tuple[list[Level
                 yield level, link
 
         def ahead(open_level: int | None) -> Iterator[tuple[int, Link]]:
-            return seen(run.ahead(open_level))
+            links = run.ahead(open_level)
+            for origin, used in run.budget_used.items():  # adopted hosts' page budgets go on too
+                crawler.budget.counts[origin] = max(crawler.budget.counts[origin], used)
+            run.budget_used.clear()
+            return seen(links)
 
         crawler.budget.counts.update(budget_used)
         # hosts an earlier level's shard set aside stay aside for the run

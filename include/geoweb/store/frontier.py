@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import zlib
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 import psycopg2
 from psycopg2.extras import execute_values
@@ -69,6 +69,19 @@ FROM frontier f LEFT JOIN frontier s ON s.run_key = f.run_key AND geoweb_url_has
 WHERE f.run_key = {RUN_KEY} AND f.shard = %(shard)s AND f.level > %(level)s AND f.level <= %(deepest)s
     AND f.status = %(status)s AND f.score >= %(min_score)s
 ORDER BY f.level, {sql_by_priority("f")}
+"""
+
+# Shards with URLs to fetch at level + 1 and none at ``level`` or above (two probes of frontier_work a shard),
+# while another task of the run holds a shard (``hold_shard``: the level's end waits for it). Without one the
+# level is about to end, and the next level's tasks crawl its shards side by side.
+_ADOPTABLE = f"""
+SELECT s FROM generate_series(0, %(shards)s - 1) s
+WHERE EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2
+                  AND classid = {RUN_KEY}::oid AND pid <> pg_backend_pid())
+    AND EXISTS (SELECT 1 FROM frontier WHERE run_key = {RUN_KEY} AND shard = s AND level = %(level)s + 1
+                    AND status = %(status)s)
+    AND NOT EXISTS (SELECT 1 FROM frontier WHERE run_key = {RUN_KEY} AND shard = s
+                        AND level = ANY(%(levels)s) AND status = %(status)s)
 """
 
 _RUN_BEFORE = f"""
@@ -264,6 +277,38 @@ class Frontier(Repository):
                  "status": URLStatus.DISCOVERED, "min_score": min_score},
             )  # fmt: skip
             return cur.fetchall()
+
+    def hold_shard(self, run_id: str, shard: int) -> None:
+        """Hold a shard of the run for this connection's crawl, waiting while another holds it (a killed task's
+        hold ends with its connection). One holder at a time keeps a host's politeness across workers."""
+        with self._transaction() as cur:
+            cur.execute(f"SELECT pg_advisory_lock({RUN_KEY}, %(shard)s)", {"run_id": run_id, "shard": shard})
+
+    def adopt_shards(self, run_id: str, level: int, shards: int, held: Collection[int]) -> list[int]:
+        """Of the run's ``shards``, those whose URLs left to fetch down to level + 1 are all at level + 1 (no
+        task of ``level`` is to crawl them) and that no one holds, while another task of the run is still at
+        work: each is held for this connection from now on, so a task of ``level`` takes their next level on
+        beside its own rather than leave it to wait for the slowest. ``held``: those it holds already."""
+        with self._transaction() as cur:
+            cur.execute(
+                _ADOPTABLE,
+                {"run_id": run_id, "level": level, "shards": shards, "levels": list(range(level + 1)),
+                 "status": URLStatus.DISCOVERED},
+            )  # fmt: skip
+            candidates = [shard for (shard,) in cur.fetchall() if shard not in held]
+            adopted = []
+            for shard in candidates:
+                cur.execute(
+                    f"SELECT pg_try_advisory_lock({RUN_KEY}, %(shard)s)", {"run_id": run_id, "shard": shard}
+                )
+                if cur.fetchone()[0]:
+                    adopted.append(shard)
+            return adopted
+
+    def release_shards(self) -> None:
+        """Let go of every shard this connection holds."""
+        with self._transaction() as cur:
+            cur.execute("SELECT pg_advisory_unlock_all()")
 
     def pending_origins(self, run_id: str, level: int, shard: int) -> dict[str, int]:
         """URLs still to fetch per origin of a shard's level."""
