@@ -265,6 +265,7 @@ def serving(site: Site) -> Iterator[int]:
         ),  # a link without text
         gzip.compress(b'{"version": 1, "pages": {"p": {"no_such_field": 1}}}'),
         gzip.compress(b"[1, 2]"),
+        gzip.compress(b'{"version": 3, "urls": [], "pages": {}}'),  # a version this geoweb does not know
     ],
 )
 def test_a_broken_state_file_stops_geoweb_crawl_with_one_line_and_is_left_as_it_was(tmp_path, content):

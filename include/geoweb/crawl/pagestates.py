@@ -450,13 +450,13 @@ def state_values(state: PageState) -> dict:
 
 
 def _loaded(saved: dict) -> dict[str, PageState]:
-    """The pages of a state file, of this version or the one before (any other is read as empty: the run
-    starts the state afresh). The pages linking a URL share one string of it."""
+    """The pages of a state file, of this version or the one before; the pages linking a URL share one string
+    of it. Another version is refused (ValueError), never replaced: a newer geoweb may have written it."""
     version = saved.get("version")
     if version == 1:
         return {url: page_state(values) for url, values in saved["pages"].items()}
     if version != STATE_VERSION:
-        return {}
+        raise ValueError(f"state file version {version!r}, this geoweb reads 1 and {STATE_VERSION}")
     urls, pages = saved["urls"], {}
     for url, values in saved["pages"].items():
         pairs = values["links"]
