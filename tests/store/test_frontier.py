@@ -170,10 +170,11 @@ def test_a_task_takes_on_only_shards_no_task_of_its_level_crawls_and_none_holds(
     store.frontier.add_urls(run_id, 2, [(f"{host_of[s]}/two", None, None) for s in (a, b, c)], shards)
     with Store(postgis_dsn) as task_a, Store(postgis_dsn) as task_d, Store(postgis_dsn) as holder_of_c:
         task_d.frontier.hold_shard(run_id, d)
-        assert task_d.frontier.adopt_shards(run_id, 1, shards, {d}) == []  # no other task at work
+        assert task_d.frontier.adopt_shard(run_id, 1, shards, {d}) is None  # no other task at work
         task_a.frontier.hold_shard(run_id, a)
         holder_of_c.frontier.hold_shard(run_id, c)
-        assert task_d.frontier.adopt_shards(run_id, 1, shards, {d}) == [b]
-        assert task_a.frontier.adopt_shards(run_id, 1, shards, {a}) == []  # b is d's now
+        assert task_d.frontier.adopt_shard(run_id, 1, shards, {d}) == b
+        assert task_d.frontier.adopt_shard(run_id, 1, shards, {d, b}) is None
+        assert task_a.frontier.adopt_shard(run_id, 1, shards, {a}) is None  # b is d's now
         task_d.frontier.release_shards()
-        assert task_a.frontier.adopt_shards(run_id, 1, shards, {a}) == [b]
+        assert task_a.frontier.adopt_shard(run_id, 1, shards, {a}) == b

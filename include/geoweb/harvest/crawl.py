@@ -240,30 +240,37 @@ class ShardRun:
         return (link for _, link in self.read((self.level, *row) for row in rows))
 
     def ahead(self, open_level: int | None) -> list[tuple[int, Link]]:
-        """The next level's pending URLs of the shard, and of the shards it adopts (``adopt_shards``: no
-        task of the level is to crawl them), not given yet, once the pages done are committed: their hop
-        counts are exact, every page of the levels above the task's being done (``Ahead``); the shard's own
-        ``open_level`` does not matter, other shards' pages of the task's level may be under way."""
+        """The next level's pending URLs of the shard and of those it took on, not given yet, once the pages
+        done are committed: their hop counts are exact, every page of the levels above the task's being done
+        (``Ahead``); other shards' pages of the task's level may be under way. When the task has nothing
+        left (no ``open_level``), it takes on one more shard (``adopt_shard``: no task of its level is to
+        crawl it) whose next level waits for the level to end."""
         self.buffer.flush()
         deepest = min(self.level + 1, self.params.max_level)
-        if deepest > self.level:
-            adopted = self.store.frontier.adopt_shards(
+        rows = self.pending_deeper((self.shard, *self.adopted), deepest)
+        if not rows and open_level is None and deepest > self.level:
+            shard = self.store.frontier.adopt_shard(
                 self.run_id, self.level, self.params.shards, {self.shard, *self.adopted}
             )
-            for shard in adopted:
+            if shard is not None:
                 origins = list(self.store.frontier.pending_origins(self.run_id, deepest, shard))
                 self.budget_used |= self.store.frontier.origin_counts(self.run_id, shard, origins)
                 log.info("run %s: level %d shard %d takes on shard %d's level %d: %s", self.run_id, self.level,
                          self.shard, shard, deepest, ", ".join(origins))  # fmt: skip
-            self.adopted.extend(adopted)
-        rows = [
+                self.adopted.append(shard)
+                rows = self.pending_deeper([shard], deepest)
+        return list(self.read(rows))
+
+    def pending_deeper(self, shards: Iterable[int], deepest: int) -> list[tuple]:
+        """The frontier rows of ``shards`` past the task's level down to ``deepest``, not given yet."""
+        return [
             row
-            for shard in (self.shard, *self.adopted)
+            for shard in shards
             for row in self.store.frontier.pending_deeper(
                 self.run_id, shard, self.level, deepest, self.min_score
             )
+            if row[1] not in self.handed
         ]
-        return list(self.read(row for row in rows if row[1] not in self.handed))
 
     def read(
         self, rows: Iterable[tuple[int, str, str | None, str | None, float]]

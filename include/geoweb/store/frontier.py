@@ -77,7 +77,8 @@ ORDER BY f.level, {sql_by_priority("f")}
 _ADOPTABLE = f"""
 SELECT s FROM generate_series(0, %(shards)s - 1) s
 WHERE EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2
-                  AND classid = {RUN_KEY}::oid AND pid <> pg_backend_pid())
+                  AND classid = {RUN_KEY}::oid AND pid <> pg_backend_pid()
+                  AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))
     AND EXISTS (SELECT 1 FROM frontier WHERE run_key = {RUN_KEY} AND shard = s AND level = %(level)s + 1
                     AND status = %(status)s)
     AND NOT EXISTS (SELECT 1 FROM frontier WHERE run_key = {RUN_KEY} AND shard = s
@@ -284,26 +285,26 @@ class Frontier(Repository):
         with self._transaction() as cur:
             cur.execute(f"SELECT pg_advisory_lock({RUN_KEY}, %(shard)s)", {"run_id": run_id, "shard": shard})
 
-    def adopt_shards(self, run_id: str, level: int, shards: int, held: Collection[int]) -> list[int]:
-        """Of the run's ``shards``, those whose URLs left to fetch down to level + 1 are all at level + 1 (no
-        task of ``level`` is to crawl them) and that no one holds, while another task of the run is still at
-        work: each is held for this connection from now on, so a task of ``level`` takes their next level on
-        beside its own rather than leave it to wait for the slowest. ``held``: those it holds already."""
+    def adopt_shard(self, run_id: str, level: int, shards: int, held: Collection[int]) -> int | None:
+        """Of the run's ``shards``, one whose URLs left to fetch down to level + 1 are all at level + 1 (no task
+        of ``level`` is to crawl it) and that no one holds, while another task of the run is still at work; it
+        is held for this connection from now on, so an idle task of ``level`` takes its next level on rather
+        than leave it to wait for the slowest task. ``held``: those this connection holds already."""
         with self._transaction() as cur:
             cur.execute(
                 _ADOPTABLE,
                 {"run_id": run_id, "level": level, "shards": shards, "levels": list(range(level + 1)),
                  "status": URLStatus.DISCOVERED},
             )  # fmt: skip
-            candidates = [shard for (shard,) in cur.fetchall() if shard not in held]
-            adopted = []
-            for shard in candidates:
+            for (shard,) in cur.fetchall():
+                if shard in held:
+                    continue
                 cur.execute(
                     f"SELECT pg_try_advisory_lock({RUN_KEY}, %(shard)s)", {"run_id": run_id, "shard": shard}
                 )
                 if cur.fetchone()[0]:
-                    adopted.append(shard)
-            return adopted
+                    return shard
+            return None
 
     def release_shards(self) -> None:
         """Let go of every shard this connection holds."""
