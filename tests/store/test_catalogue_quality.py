@@ -120,3 +120,20 @@ def test_the_file_layer_carries_the_figures(dsn):
         0.4,
     )
     assert trails.inspire_availability is None and trails.inspire_getmap is None  # not a WMS
+
+
+def test_a_record_is_read_by_its_identifier_through_an_index(store):
+    """GetRecordById, an OGC API - Records item and the quality of a page of them read records by identifier:
+    an index lookup, never a scan of every resource, and the identifier is the record's own."""
+    [(resource_id,)] = rows(store, "SELECT id FROM resources WHERE url = %s AND type = 'WMS'", wms(SITE).url)
+    identifier = f"urn:geoweb:resource:{resource_id}"
+    with store.transaction() as cur:
+        cur.execute("SET LOCAL enable_seqscan = off")  # a table this small is scanned whatever its indexes
+        cur.execute(
+            "EXPLAIN SELECT identifier, quality FROM pycsw_records WHERE identifier = %s", (identifier,)
+        )
+        plan = "\n".join(line for (line,) in cur.fetchall())
+        cur.execute("SELECT identifier, xml FROM pycsw_records WHERE identifier = %s", (identifier,))
+        [(found, xml)] = cur.fetchall()
+    assert "resources_record_identifier" in plan, plan
+    assert found == identifier and f"<dc:identifier>{identifier}</dc:identifier>" in xml
