@@ -170,13 +170,10 @@ def test_every_url_is_read_whole_once_per_full_read_interval(tmp_path, monkeypat
 
 
 def test_the_change_rate_follows_the_visits_that_found_a_change():
-    page = pagestates.PageState(visits=10, changes=0)
-    assert page.change_rate(3600) == 0
-    page.changes = 5
-    assert 0 < page.change_rate(3600) < (page.changes / page.visits) / 3600 * 2
-    page.changes = 10  # changed every visit: a finite rate, not a division by zero
-    assert page.change_rate(3600) > 0
-    assert pagestates.PageState().change_rate(3600) is None
+    assert pagestates.change_rate(10, 0, 3600) == 0
+    assert 0 < pagestates.change_rate(10, 5, 3600) < (5 / 10) / 3600 * 2
+    assert pagestates.change_rate(10, 10, 3600) > 0  # changed every visit: a finite rate, not a division by 0
+    assert pagestates.PageState().scheduling_rate() is None  # no visit after the first read: no rate
 
 
 def test_with_a_revisit_budget_the_urls_not_chosen_are_not_requested_and_their_resources_are_kept(tmp_path):

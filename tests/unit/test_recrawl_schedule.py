@@ -33,7 +33,7 @@ def test_a_visit_counts_its_interval_and_whether_it_found_a_change():
 
 def test_the_change_probability_grows_with_the_time_since_the_last_visit_at_the_estimated_rate():
     page = watched(visits=10, changes=5)
-    rate = page.change_rate(DAY)
+    rate = page.scheduling_rate()
     assert page.change_probability(10 * DAY) == 0
     assert page.change_probability(12 * DAY) == pytest.approx(1 - math.exp(-rate * 2 * DAY))
     assert page.change_probability(11 * DAY) < page.change_probability(12 * DAY) < 1
@@ -42,7 +42,7 @@ def test_the_change_probability_grows_with_the_time_since_the_last_visit_at_the_
 def test_a_url_read_once_counts_as_changed_and_one_never_seen_changing_still_may_have():
     assert PageState(visited_at=DAY).change_probability(DAY) == 1.0
     never = watched(visits=10, changes=0)
-    assert never.change_rate(DAY) == 0  # the estimator itself says never
+    assert pagestates.change_rate(10, 0, DAY) == 0  # the estimator itself says never
     assert 0 < never.change_probability(20 * DAY) < 0.5 < never.change_probability(40 * DAY) < 1
     assert never.change_probability(20 * DAY) < watched(visits=10, changes=1).change_probability(20 * DAY)
 

@@ -123,22 +123,14 @@ class PageState:
         self.visit_seconds += max(0.0, now - self.visited_at)
         self.visited_at = now
 
-    def change_rate(self, seconds_between_visits: float) -> float | None:
-        """Changes per second, estimated from "changed since the last visit" histories (Cho and
-        Garcia-Molina, ACM TOIT 2003): -ln((n - X + 0.5) / (n + 0.5)) / I for n visits, X changed, mean
-        interval I. None before a second visit."""
-        if self.visits < 1 or seconds_between_visits <= 0:
-            return None
-        return _poisson_rate(self.visits, self.changes, seconds_between_visits)
-
     def scheduling_rate(self) -> float | None:
-        """The change rate revisits are planned by: ``change_rate`` over the mean interval between visits,
+        """The change rate revisits are planned by: ``change_rate`` of the visits, over their mean interval,
         a history without a change counted as half of one, so that the rate falls with the time watched but
         never to zero (a page that never changed is revisited, less and less often). None before a second
         visit."""
         if self.visits < 1 or self.visit_seconds <= 0:
             return None
-        return _poisson_rate(self.visits, max(self.changes, 0.5), self.visit_seconds / self.visits)
+        return change_rate(self.visits, max(self.changes, 0.5), self.visit_seconds / self.visits)
 
     def change_probability(self, now: float) -> float:
         """The probability that the page changed since its last visit, 1 - exp(-rate * elapsed) for a
@@ -164,7 +156,9 @@ class PageState:
         return (changed - elapsed * (1 - changed)) / rate
 
 
-def _poisson_rate(visits: int, changes: float, seconds_between_visits: float) -> float:
+def change_rate(visits: int, changes: float, seconds_between_visits: float) -> float:
+    """Changes per second, estimated from a "changed since the last visit" history (Cho and Garcia-Molina,
+    ACM TOIT 2003): -ln((n - X + 0.5) / (n + 0.5)) / I for n visits, X of them changed, mean interval I."""
     return -math.log((visits - changes + 0.5) / (visits + 0.5)) / seconds_between_visits
 
 
