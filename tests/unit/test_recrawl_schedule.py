@@ -12,6 +12,7 @@ import pytest
 
 from geoweb.crawl import pagestates
 from geoweb.crawl.pagestates import STATE_VERSION, PageState, PageStates, revisits
+from geoweb.errors import UnreadableState
 
 DAY = 86400.0
 
@@ -139,11 +140,15 @@ def test_a_state_file_holds_each_link_url_once_and_gives_back_every_page_s_links
     assert first is second  # one string for all the pages that link it
 
 
-def test_a_state_file_of_an_unknown_version_starts_the_state_afresh(tmp_path):
+def test_a_state_file_of_an_unknown_version_is_refused_and_kept(tmp_path):
+    """A newer geoweb may have written it: nothing replaces it (the command's refusal: test_crawl_state)."""
     path = tmp_path / "crawl.state"
     with gzip.open(path, "wt", encoding="utf-8") as file:
         json.dump({"version": 99, "pages": {"https://example.org/": {"links": "anything"}}}, file)
-    assert PageStates(path).pages == {}
+    written = path.read_bytes()
+    with pytest.raises(UnreadableState, match="state file version 99, this geoweb reads 1 and 2"):
+        PageStates(path)
+    assert path.read_bytes() == written
 
 
 def test_a_url_leaves_the_schedule_after_two_runs_gone_or_four_weeks_unreached():
