@@ -178,3 +178,17 @@ def test_a_task_takes_on_only_shards_no_task_of_its_level_crawls_and_none_holds(
         assert task_a.frontier.adopt_shard(run_id, 1, shards, {a}) is None  # b is d's now
         task_d.frontier.release_shards()
         assert task_a.frontier.adopt_shard(run_id, 1, shards, {a}) == b
+
+
+def test_a_lost_connection_releases_its_shards_without_an_error(postgis_dsn, run_id, caplog):
+    """A task whose connection is lost ends with its own error, not one of releasing what the server already
+    let go of with the connection; another task can hold the shard at once."""
+    with Store(postgis_dsn) as lost, Store(postgis_dsn) as other:
+        lost.frontier.hold_shard(run_id, 3)
+        lost.conn.close()
+        with caplog.at_level(logging.WARNING, "geoweb.store"):
+            lost.frontier.release_shards()
+        assert "shards not released, the connection is lost" in caplog.text
+        with other.transaction() as cur:
+            cur.execute("SET statement_timeout = '10s'")  # a hold that outlived its connection fails the test
+        other.frontier.hold_shard(run_id, 3)

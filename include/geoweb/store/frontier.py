@@ -71,7 +71,7 @@ WHERE f.run_key = {RUN_KEY} AND f.shard = %(shard)s AND f.level > %(level)s AND 
 ORDER BY f.level, {sql_by_priority("f")}
 """
 
-# Shards with URLs to fetch at level + 1 and none at ``level`` or above (two probes of frontier_work a shard),
+# Shards with URLs to fetch at level + 1 and none at ``level`` or shallower (two probes of frontier_work each),
 # while another task of the run holds a shard (``hold_shard``: the level's end waits for it). Without one the
 # level is about to end, and the next level's tasks crawl its shards side by side.
 _ADOPTABLE = f"""
@@ -307,9 +307,12 @@ class Frontier(Repository):
             return None
 
     def release_shards(self) -> None:
-        """Let go of every shard this connection holds."""
-        with self._transaction() as cur:
-            cur.execute("SELECT pg_advisory_unlock_all()")
+        """Let go of every shard this connection holds; a connection that is lost holds none any more."""
+        try:
+            with self._transaction() as cur:
+                cur.execute("SELECT pg_advisory_unlock_all()")
+        except (psycopg2.OperationalError, psycopg2.InterfaceError) as exc:
+            log.warning("shards not released, the connection is lost (and with it its holds): %s", exc)
 
     def pending_origins(self, run_id: str, level: int, shard: int) -> dict[str, int]:
         """URLs still to fetch per origin of a shard's level."""
