@@ -84,8 +84,9 @@ and carries the others over unasked (`not_due`). Every URL is read whole at leas
   frontier at most once per run, whichever worker finds it. Without a link budget a shard runs on to its
   hosts' next level as its pages commit them and, with nothing left while another task of the level is
   at work, takes on the next level of shards no task of the level crawls (the summary's `adopted_shards`),
-  so a slow host elsewhere holds none of them; a URL's level stays its hop count from the seeds. A level without shards skips its mapped task; the next `plan_level`
-  and `finish_run` still run.
+  so a slow host elsewhere holds none of them; a URL's level stays its hop count from the seeds. A level
+  without shards (all of them taken on by the level before, or none pending) skips its mapped task; the next
+  `plan_level` and `finish_run` still run.
 - `finish_run` logs the per-level table (URLs, resources, discovery ratio), stores it and a PNG plot of it
   with the run (`crawl_runs.summary`, `crawl_runs.report_png`) and marks the run `success`.
 

@@ -289,9 +289,8 @@ def _crawl(args) -> int:
         overrides["allowed_hosts"] = frozenset(h.lower() for h in overrides["allowed_hosts"])
     settings = Settings.from_env(**overrides)
     types = args.types or list(ALL_TYPES)
-    states = (
-        PageStates(args.state, args.revisit_budget) if args.state else None
-    )  # before the output is emptied
+    # read before the output is emptied: a state file it cannot read leaves the last run's output as it was
+    states = PageStates(args.state, args.revisit_budget) if args.state else None
     out = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")  # noqa: SIM115
     try:
         report = asyncio.run(crawl_to_jsonl(seeds, settings, types, out, states))

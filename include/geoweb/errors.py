@@ -136,8 +136,9 @@ class LeaseStoreUnavailable(FetchError):
 
 
 class UnreadableState(GeowebError):
-    """Raised for a crawl's state file (``geoweb crawl --state``) that is not one it wrote: truncated, corrupt
-    or not a state. The file is left as it is; the message names it and what to do."""
+    """Raised for a crawl's state file (``geoweb crawl --state``) it cannot read: truncated, corrupt, not a
+    state, or of a version it does not know. The file is left as it is; the message names it and what to
+    do."""
 
     reason = "state"
     user_msg = "The crawl's state file cannot be read"

@@ -304,9 +304,10 @@ class Crawler:
         untagged = {(r["url"], r["type"]) for r in known.resources if r.get("tagged") is False}
         resources = [resource_from_record(r) for r in known.resources]
         if response is not None:
+            proof = fetch_proof(response)
             for resource in resources:
                 if proved_by(resource, response):
-                    resource.proof = fetch_proof(response)
+                    resource.proof = proof
         kept, _ = await self.record(resources, level, source, untagged=untagged)
         return kept, self.scored(known.links, url, level) if follow else []
 
