@@ -347,12 +347,28 @@ def choose(browser: Chromium, select: str, value: str) -> None:
 
 
 def open_detail(browser: Chromium, title: str) -> None:
-    """Open the detail of the result titled ``title``, once the list shows it (back from a detail, the list
-    may be searched again as the map returns)."""
-    hit = f"{HITS}.find(li => li.querySelector('.title').textContent === {json.dumps(title)})"
-    browser.wait_for(f"!!{hit}")
-    browser.evaluate(f"{hit}.querySelector('.title').click()")
-    browser.wait_for(f"!document.getElementById('detail').hidden && {DETAIL_TITLE} === {json.dumps(title)}")
+    """Open the detail of the result titled ``title``."""
+    open_hit(
+        browser,
+        f"{HITS}.find(li => li.querySelector('.title').textContent === {json.dumps(title)})",
+        f"{DETAIL_TITLE} === {json.dumps(title)}",
+    )
+
+
+def open_hit(browser: Chromium, hit: str, shown: str, timeout: float = 30.0) -> None:
+    """Click the result ``hit`` until its detail is open and ``shown``, and still is past the page's 250 ms
+    wait after a map move. Back from a detail, the map may still be moving: each move searches again, which
+    replaces the list and closes a detail, so a click between two polls would find its result gone."""
+    opened = f"!document.getElementById('detail').hidden && {shown}"
+    click = f"({opened}) || ((h => {{ if (h) h.querySelector('.title').click(); }})({hit}), false)"
+    deadline = time.monotonic() + timeout
+    while True:
+        browser.wait_for(click, timeout=max(deadline - time.monotonic(), 0.1))
+        browser.evaluate("new Promise(done => setTimeout(done, 600))")
+        if browser.evaluate(opened):
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the detail closed again each time it was opened: {hit}")
 
 
 DETAIL_TITLE = "document.getElementById('detail-title').textContent"
@@ -699,10 +715,9 @@ def shown_urls(browser: Chromium) -> list[str]:
 
 
 def open_detail_of(browser: Chromium, url: str) -> None:
-    """Open the detail of the result at ``url`` (the harbour services share their title)."""
-    hit = f"{HITS}.find(li => li.querySelector('.url').textContent === {json.dumps(url)})"
-    browser.wait_for(f"!!{hit}")
-    browser.evaluate(f"{hit}.querySelector('.title').click()")
-    browser.wait_for(
-        f"!document.getElementById('detail').hidden && {CHART}.querySelectorAll('g.series').length"
+    """Open the detail of the result at ``url`` (the harbour services share their title), its chart drawn."""
+    open_hit(
+        browser,
+        f"{HITS}.find(li => li.querySelector('.url').textContent === {json.dumps(url)})",
+        f"{CHART}.querySelectorAll('g.series').length > 0",
     )
