@@ -8,11 +8,15 @@ in five on another host. That gives about 4.8 links per page, so about 79 % of t
 to pages it has already seen: the redundancy of the paper's crawl (9.9 million URLs met, 2.1 million
 unique). Every host has a robots.txt disallowing ``/private/``, which 3 % of pages link to; a few hosts are
 slow (every response after ``slow_seconds``); a few pages link real capabilities documents (the corpus the
-services-heavy synthetic web serves) and a KML file, to be found among the millions.
+services-heavy synthetic web serves) and a KML file, to be found among the millions. Hosts of even number
+send validators, as a stock web server does for a file: an ETag and a Last-Modified on every page, and a 304
+without a body to a request whose If-None-Match names the ETag or whose If-Modified-Since is not older;
+hosts of odd number send none and answer every GET whole.
 
 The server is one asyncio process speaking just enough HTTP/1.1 (keep-alive, GET and HEAD) to cost a few
 microseconds per response. It keeps its own account, read at ``/__stats`` on any host (never linked): requests,
-distinct pages served (a bitmap), robots.txt and disallowed fetches, documents served.
+distinct pages served (a bitmap), robots.txt and disallowed fetches, documents served, 304s, and the bytes of
+the bodies sent.
 
     python -m bench.big_web --pages 2000000 --hosts 1000     # serve until killed
 """
@@ -27,6 +31,7 @@ import re
 import signal
 from contextlib import suppress
 from dataclasses import asdict, dataclass, field
+from email.utils import parsedate_to_datetime
 from functools import cached_property
 
 from bench.synthetic_web import PRIVATE_DIR, WORDS, capabilities_documents, page_path, tree_fanout
@@ -36,6 +41,8 @@ STATS_PATH = "/__stats"
 DOCUMENTS_DIR = "/documents/"
 MAX_HEAD = 16 * 1024  # bytes of request head a connection may send before it is closed
 _PAGE = re.compile(r"^/s\d+/p(\d+)\.html$")
+LAST_MODIFIED = "Mon, 08 Aug 2016 00:00:00 GMT"  # of every page of a host that sends validators
+_CONDITIONS = re.compile(rb"^(if-none-match|if-modified-since):[ \t]*(.*?)[ \t]*$", re.I | re.M)
 _KML = b"""<?xml version="1.0" encoding="UTF-8"?>
 <kml xmlns="http://www.opengis.net/kml/2.2"><Document><name>Gauging stations</name>
 <Placemark><name>Station 1</name><Point><coordinates>5.1,52.1</coordinates></Point></Placemark>
@@ -79,6 +86,9 @@ class BigWebSpec:
     def is_slow(self, host: int) -> bool:
         return host % 200 == 0 and host // 200 < self.slow_hosts
 
+    def sends_validators(self, host: int) -> bool:
+        return host % 2 == 0
+
 
 @dataclass
 class Stats:
@@ -91,6 +101,8 @@ class Stats:
     disallowed: int = 0
     documents: int = 0
     not_found: int = 0
+    not_modified: int = 0
+    body_bytes: int = 0
 
 
 @dataclass
@@ -159,36 +171,62 @@ class BigWeb:
             + "\n</ul></body></html>\n"
         ).encode()
 
-    def answer(self, host: int, path: str) -> tuple[int, str, bytes]:
-        """(status, content type, body) for a path of a host; counts it."""
+    def answer(self, host: int, path: str, request_headers: bytes = b"") -> tuple[int, str, bytes, str]:
+        """(status, content type, body, validator header lines) for a path of a host; counts it."""
         self.stats.requests += 1
         if path == "/robots.txt":
             self.stats.robots += 1
-            return 200, "text/plain", self.robots
+            return 200, "text/plain", self.robots, ""
         if path == STATS_PATH:
             self.stats.requests -= 1  # the bench's own reading is not crawl traffic
-            return 200, "application/json", json.dumps(asdict(self.stats)).encode()
+            return 200, "application/json", json.dumps(asdict(self.stats)).encode(), ""
         if path.startswith(PRIVATE_DIR):
             self.stats.disallowed += 1
-            return 200, "text/html", b"<p>private</p>\n"
+            return 200, "text/html", b"<p>private</p>\n", ""
         if path.startswith(DOCUMENTS_DIR) and (body := self.document_bodies.get(path[len(DOCUMENTS_DIR) :])):
             self.stats.documents += 1
             kml = path.endswith(".kml")
-            return 200, "application/vnd.google-earth.kml+xml" if kml else "application/xml", body
+            return 200, "application/vnd.google-earth.kml+xml" if kml else "application/xml", body, ""
         index = 0 if path == "/" else int(m.group(1)) if (m := _PAGE.match(path)) else -1
         if not 0 <= index < self.spec.pages_of(host) or (index and page_path(index) != path):
             self.stats.not_found += 1
-            return 404, "text/plain", b"not found\n"
+            return 404, "text/plain", b"not found\n", ""
         bit = self.offsets[host] + index
         if self.seen[bit >> 3] & (1 << (bit & 7)):
             self.stats.repeated_pages += 1
         else:
             self.seen[bit >> 3] |= 1 << (bit & 7)
             self.stats.pages += 1
-        return 200, "text/html; charset=utf-8", self.page(host, index)
+        if not self.spec.sends_validators(host):
+            return 200, "text/html; charset=utf-8", self.page(host, index), ""
+        etag = f'"{host:x}.{index:x}"'  # a page never changes: its identity is its content's
+        validators = f"ETag: {etag}\r\nLast-Modified: {LAST_MODIFIED}\r\n"
+        if not_modified(etag, request_headers):
+            self.stats.not_modified += 1
+            return 304, "text/html; charset=utf-8", b"", validators
+        return 200, "text/html; charset=utf-8", self.page(host, index), validators
 
 
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed"}
+def not_modified(etag: str, request_headers: bytes) -> bool:
+    """Whether a request's conditions hold for a page of ``etag`` last modified at LAST_MODIFIED (RFC 9110
+    13.2.2: If-None-Match decides when sent; If-Modified-Since only without it)."""
+    conditions = {
+        name.lower(): value.decode("latin-1") for name, value in _CONDITIONS.findall(request_headers)
+    }
+    if b"if-none-match" in conditions:
+        tags = [tag.strip().removeprefix("W/") for tag in conditions[b"if-none-match"].split(",")]
+        return "*" in tags or etag in tags
+    if b"if-modified-since" in conditions:
+        try:
+            return parsedate_to_datetime(conditions[b"if-modified-since"]) >= parsedate_to_datetime(
+                LAST_MODIFIED
+            )
+        except (TypeError, ValueError):
+            return False
+    return False
+
+
+_REASONS = {200: "OK", 304: "Not Modified", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed"}
 
 
 class _Connection(asyncio.Protocol):
@@ -217,37 +255,39 @@ class _Connection(asyncio.Protocol):
             line, _, headers = head.partition(b"\r\n")
             parts = line.split(b" ")
             if len(parts) != 3:
-                self._send(400, "text/plain", b"bad request\n", head=False, close=True)
+                self._send((400, "text/plain", b"bad request\n", ""), head=False, close=True)
                 return
             method, target = parts[0], parts[1].decode("latin-1")
             path = target.split("?", 1)[0]
             close = b"connection: close" in headers.lower()
             if method not in (b"GET", b"HEAD"):
-                self._send(405, "text/plain", b"GET or HEAD\n", head=False, close=close)
+                self._send((405, "text/plain", b"GET or HEAD\n", ""), head=False, close=close)
                 continue
             # a probe for a service at a document's URL finds none, as on a static file host
             if "?" in target and path.startswith(DOCUMENTS_DIR):
-                status, kind, body = 404, "text/plain", b"not found\n"
+                reply = 404, "text/plain", b"not found\n", ""
             else:
-                status, kind, body = self.web.answer(self.host, path)
+                reply = self.web.answer(self.host, path, headers)
             if self.web.spec.is_slow(self.host) and path != STATS_PATH:
                 loop = asyncio.get_running_loop()
                 self.pending = loop.create_future()
-                loop.call_later(
-                    self.web.spec.slow_seconds, self._send_late, status, kind, body, method, close
-                )
+                loop.call_later(self.web.spec.slow_seconds, self._send_late, reply, method, close)
                 return
-            self._send(status, kind, body, head=method == b"HEAD", close=close)
+            self._send(reply, head=method == b"HEAD", close=close)
 
-    def _send_late(self, status, kind, body, method, close) -> None:
+    def _send_late(self, reply, method, close) -> None:
         self.pending = None
         if not self.transport.is_closing():
-            self._send(status, kind, body, head=method == b"HEAD", close=close)
+            self._send(reply, head=method == b"HEAD", close=close)
             self._answer_buffered()
 
-    def _send(self, status: int, kind: str, body: bytes, head: bool, close: bool) -> None:
+    def _send(self, reply: tuple[int, str, bytes, str], head: bool, close: bool) -> None:
+        status, kind, body, extra = reply
+        length = "" if status == 304 else f"Content-Length: {len(body)}\r\n"
+        if not head:
+            self.web.stats.body_bytes += len(body)
         self.transport.write(
-            f"HTTP/1.1 {status} {_REASONS[status]}\r\nContent-Type: {kind}\r\nContent-Length: {len(body)}\r\n"
+            f"HTTP/1.1 {status} {_REASONS[status]}\r\nContent-Type: {kind}\r\n{length}{extra}"
             f"{'Connection: close' + chr(13) + chr(10) if close else ''}\r\n".encode()
             + (b"" if head else body)
         )

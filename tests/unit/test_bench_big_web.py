@@ -4,6 +4,7 @@ crawl, and served over real sockets with its own account of what it served."""
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import threading
 import time
@@ -13,7 +14,7 @@ import pytest
 import requests
 from lxml import html
 
-from bench.big_web import STATS_PATH, BigWeb, BigWebSpec, serve
+from bench.big_web import LAST_MODIFIED, STATS_PATH, BigWeb, BigWebSpec, serve
 
 SPEC = BigWebSpec(pages=3_000, hosts=6, port=18499, slow_hosts=1, slow_seconds=0.3, documents=3)
 
@@ -136,3 +137,37 @@ def test_an_endless_request_head_is_cut_off(served):
         sock.sendall(b"GET / HTTP/1.1\r\nX-Filler: " + b"a" * 20_000)
         sock.settimeout(5)
         assert sock.recv(100) == b""  # closed without an answer
+
+
+def test_even_hosts_send_validators_and_answer_their_conditions_with_304(served):
+    page = "/s000/p00021.html"
+    before = stats()
+    with requests.Session() as session:
+        odd = session.get(SPEC.origin(3) + page, timeout=5)
+        assert "ETag" not in odd.headers and "Last-Modified" not in odd.headers
+        asked = session.get(SPEC.origin(3) + page, headers={"If-Modified-Since": LAST_MODIFIED}, timeout=5)
+        assert asked.status_code == 200 and asked.content == odd.content  # no validators, no 304
+
+        whole = session.get(SPEC.origin(2) + page, timeout=5)
+        etag = whole.headers["ETag"]
+        assert whole.status_code == 200 and whole.headers["Last-Modified"] == LAST_MODIFIED
+        same = session.get(SPEC.origin(2) + page, headers={"If-None-Match": f'"x", W/{etag}'}, timeout=5)
+        assert (same.status_code, same.content, same.headers["ETag"]) == (304, b"", etag)
+        since = session.get(SPEC.origin(2) + page, headers={"If-Modified-Since": LAST_MODIFIED}, timeout=5)
+        assert since.status_code == 304
+        # If-None-Match decides when both are sent; an older date is modified since
+        other = session.get(
+            SPEC.origin(2) + page,
+            headers={"If-None-Match": '"x"', "If-Modified-Since": LAST_MODIFIED},
+            timeout=5,
+        )
+        older = session.get(
+            SPEC.origin(2) + page, headers={"If-Modified-Since": "Sun, 07 Aug 2016 00:00:00 GMT"}, timeout=5
+        )
+        assert other.status_code == older.status_code == 200 and other.content == whole.content
+        after_304 = session.get(SPEC.origin(2) + "/robots.txt", timeout=5)  # the connection is still in step
+        assert after_304.text.startswith("User-agent")
+    after = stats()
+    assert after["not_modified"] - before["not_modified"] == 2
+    sent = 2 * len(odd.content) + 3 * len(whole.content) + len(after_304.content)
+    assert after["body_bytes"] - before["body_bytes"] == sent + len(json.dumps(before))  # with the first reading
