@@ -10,7 +10,12 @@ the level from its first mapped task queued to its last one done, and Airflow's 
 over the run divided by the run's rows. Results go to ``var/bench/results-scale.json``, a markdown table to
 stdout, and the plot of throughput and memory against pages crawled to ``--plot``.
 
+With ``--runs 2`` the DAG crawls the web again as the next run of the same crawl, asking again at most
+``--revisit-share`` of the pages it knows (``revisit_budget``), conditionally where the web's even hosts sent
+validators; the table then gives each run's requests, bytes, wall time and CPU as a share of the first's.
+
     python -m bench.bench_scale --pages 2000000 --hosts 1000             # the paper's size: about an hour
+    python -m bench.bench_scale --pages 200000 --hosts 200 --crawlers dag --runs 2   # a second run's cost
     python -m bench.bench_scale --pages 100000 --hosts 100 --crawlers cli  # a quick look, one process
 """
 
@@ -79,6 +84,8 @@ class Result:
     pages: int
     requests: int
     levels: list[Level]
+    body_bytes: int = 0  # of the web's answers
+    not_modified: int = 0  # 304s the web answered
     samples: list[Sample] = field(default_factory=list)
     peak_mb: dict[str, float] = field(default_factory=dict)  # PSS of each process tree, sampled
     largest_process_mb: float = 0.0
@@ -90,6 +97,11 @@ class Result:
     @property
     def pages_per_second(self) -> float:
         return self.pages / self.wall_seconds
+
+    @property
+    def crawl_cpu_seconds(self) -> float:
+        """CPU of the deployment's parts, the web's excluded."""
+        return sum(seconds for name, seconds in self.cpu_seconds.items() if name != "web")
 
 
 def web_stats(spec: BigWebSpec) -> dict:
@@ -252,7 +264,8 @@ def crawl_cli(spec: BigWebSpec, args) -> Result:
         Level(int(m[1]), int(m[2]), 1, float(m[6])) for m in _LEVEL_ROW.finditer(stderr_path.read_text())
     ]
     return Result("geoweb crawl (1 process)", round(wall, 1), served["pages"], served["requests"], levels,
-                  samples, sampler.peak, largest_process_mb=round(usage.ru_maxrss / 1024, 1),
+                  served["body_bytes"], served["not_modified"], samples, sampler.peak,
+                  largest_process_mb=round(usage.ru_maxrss / 1024, 1),
                   cpu_seconds={"geoweb crawl": round(usage.ru_utime + usage.ru_stime, 1)})  # fmt: skip
 
 
@@ -275,11 +288,19 @@ def start_stack() -> None:
         store.migrate()
 
 
-def crawl_dag(spec: BigWebSpec, args) -> Result:
-    """One geoweb_crawl run triggered over the REST API, as the UI does, on the stack (started if down)."""
+def crawl_dag(spec: BigWebSpec, args) -> list[Result]:
+    """``--runs`` geoweb_crawl runs of one new crawl, each triggered over the REST API as the UI does, on the
+    stack (started if down)."""
     start_stack()
     conf = {"seeds": spec.seeds(), "allowed_hosts": spec.allowed_hosts(), "max_level": 5,
-            "max_pages_per_host": 2 * spec.pages_of(0)} | ({"shards": args.shards} if args.shards else {})  # fmt: skip
+            "max_pages_per_host": 2 * spec.pages_of(0), "crawl": f"bench-scale-{datetime.now():%Y%m%dT%H%M%S}",
+            "revisit_budget": round(args.revisit_share * spec.pages)} | (
+                {"shards": args.shards} if args.shards else {})  # fmt: skip
+    return [crawl_dag_run(spec, args, conf, run) for run in range(1, args.runs + 1)]
+
+
+def crawl_dag_run(spec: BigWebSpec, args, conf: dict, run: int) -> Result:
+    """One run of the crawl ``conf`` names."""
     client = AirflowClient.from_environment()
     client.unpause(MAIN_DAG)
     frontier_before, database_before = relation_mb()
@@ -337,9 +358,11 @@ def crawl_dag(spec: BigWebSpec, args) -> Result:
             for t, s in zip(mapped, summaries, strict=True)
         ]
         level.overhead_per_task = round(statistics.mean(overheads), 2)
+    name = "geoweb_crawl DAG (2 workers)" + (f", run {run}" if args.runs > 1 else "")
     return Result(
-        "geoweb_crawl DAG (2 workers)", round(wall, 1), served["pages"], served["requests"], list(levels.values()),
-        samples, sampler.peak, round(sampler.largest, 1), cpu, run_id=run_id,
+        name, round(wall, 1), served["pages"], served["requests"], list(levels.values()),
+        served["body_bytes"], served["not_modified"], samples, sampler.peak, round(sampler.largest, 1), cpu,
+        run_id=run_id,
         frontier_bytes_per_url=round((frontier_after - frontier_before) * 1e6 / rows, 1) if rows else None,
         database_bytes_per_url=round((database_after - database_before) * 1e6 / rows, 1) if rows else None,
     )  # fmt: skip
@@ -357,6 +380,20 @@ def markdown(results: list[Result]) -> str:
             f"| {r.crawler} | {r.pages:,} | {r.requests:,} | {r.wall_seconds:,.1f} | {r.pages_per_second:,.0f} "
             f"| {peaks} | {r.largest_process_mb:,.0f} | {r.frontier_bytes_per_url or 'n/a'} | {r.database_bytes_per_url or 'n/a'} |"
         )
+    runs = [r for r in results if ", run " in r.crawler]
+    if runs:
+        first = runs[0]
+        lines += ["", "| run | requests | 304s | bytes read | wall s | CPU s | requests / first | bytes / first "
+                  "| wall / first | CPU / first |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+        for r in runs:
+            ratios = (r.requests / first.requests, r.body_bytes / first.body_bytes,
+                      r.wall_seconds / first.wall_seconds, r.crawl_cpu_seconds / first.crawl_cpu_seconds)  # fmt: skip
+            lines.append(
+                f"| {r.crawler.rsplit(' ', 1)[1]} | {r.requests:,} | {r.not_modified:,} | {r.body_bytes:,} | "
+                f"{r.wall_seconds:,.1f} | {r.crawl_cpu_seconds:,.0f} | "
+                + " | ".join(f"{ratio:.1%}" for ratio in ratios)
+                + " |"
+            )
     for r in results:
         cpu = ", ".join(
             f"{name} {seconds:,.0f}" for name, seconds in sorted(r.cpu_seconds.items(), key=lambda i: -i[1])
@@ -417,6 +454,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--crawlers", default=",".join(CRAWLERS), help="comma list of dag, cli")
     parser.add_argument("--sample", type=float, default=5.0, help="seconds between samples")
     parser.add_argument("--plot", type=Path, default=OUT.parent / "scale.png")
+    parser.add_argument(
+        "--runs", type=int, default=1, help="runs of the DAG's crawl, each after the one before"
+    )
+    parser.add_argument(
+        "--revisit-share", type=float, default=0.25, help="share of the known pages a later run asks again"
+    )
     args = parser.parse_args(argv)
     spec = BigWebSpec(
         pages=args.pages, hosts=args.hosts, slow_hosts=args.slow_hosts, slow_seconds=args.slow_seconds
@@ -425,11 +468,9 @@ def main(argv: list[str] | None = None) -> int:
     runs = {"dag": crawl_dag, "cli": crawl_cli}
     results = []
     for name in args.crawlers.split(","):
-        results.append(runs[name](spec, args))
-        print(
-            f"{results[-1].crawler}: {results[-1].pages:,} pages in {results[-1].wall_seconds:,.0f} s",
-            flush=True,
-        )
+        for result in runs[name](spec, args) if name == "dag" else [runs[name](spec, args)]:
+            results.append(result)
+            print(f"{result.crawler}: {result.pages:,} pages in {result.wall_seconds:,.0f} s", flush=True)
     print(markdown(results))
     plot(results, args.plot)
     OUT.write_text(json.dumps({"spec": asdict(spec), "results": [asdict(r) for r in results]}, indent=1))

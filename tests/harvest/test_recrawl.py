@@ -102,6 +102,24 @@ def test_a_second_run_of_a_crawl_asks_with_its_validators_and_carries_over_what_
         assert [sent for _, sent in site.conditional] == [None] * 4
 
 
+def test_a_revisit_budget_holds_in_the_run_after_the_first(postgis_dsn):
+    """After one run every page was read once, so their revisits are worth the same (the most, and the
+    largest float) and the cutoff's key ties on it: the key kept in the database must still compare as drawn,
+    so that the run asks the budget's pages and carries over the others."""
+    pages = {
+        "/": ("text/html", b"<html><body>" + b"".join(b'<a href="/p%d.html">p</a>' % i for i in range(6)))
+    }
+    pages |= {f"/p{i}.html": ("text/html", b"<html><body>page %d</body></html>" % i) for i in range(6)}
+    with ValidatingServer(pages) as site, Store(postgis_dsn) as store:
+        conf = {"seeds": [site.url("/")], "allowed_hosts": [site.hostport], "max_level": 1, "shards": 2,
+                "crawl": f"test-{uuid.uuid4().hex[:8]}"}  # fmt: skip
+        harvest(store, HarvestParams.from_conf(conf))
+        site.conditional.clear()
+        _, second = harvest(store, HarvestParams.from_conf(conf | {"revisit_budget": 3}))
+        assert len(site.conditional) == 3 and all(sent for _, sent in site.conditional)
+        assert second["costs"]["not_due"] == 4 and second["urls"] == 7
+
+
 def test_a_304_to_a_services_capabilities_is_a_measured_check_of_the_run(postgis_dsn):
     """A WMS whose capabilities answer 304 in the second run: that run's check row is the 304 (unchanged, its
     timing), as the first run's is the read; the quality figures count both."""

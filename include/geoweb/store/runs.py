@@ -97,7 +97,11 @@ class Runs(Repository):
         if row is None or row[0] is None:
             return None
         drawn_at, last = row[0]
-        return drawn_at, None if last is None else tuple(last)
+        if last is None:
+            return drawn_at, None
+        # jsonb keeps a number's decimal digits: the largest float comes back as an integer a little below it
+        value, level, visited_at, url = last
+        return drawn_at, (float(value), int(level), float(visited_at), url)
 
     # --- costs ---
 
