@@ -3,6 +3,8 @@ import math
 import threading
 import time
 
+import pytest
+
 from geoweb.errors import HTTPStatusError, RobotsDisallowed
 from geoweb.models import Dataset, Resource
 from geoweb.store import Store
@@ -296,3 +298,21 @@ def test_workers_committing_the_same_resources_at_once_neither_fail_nor_duplicat
         assert counts(store, run_id, site) == {
             "resources": 2, "datasets": 52, "run_resources": 2, "frontier": 40 + 20 + 40,
         }  # fmt: skip
+
+
+def test_pages_committed_unflushed_are_committed_and_the_setting_ends_with_the_block(
+    store, run_id, site, postgis_dsn
+):
+    def synchronous_commit() -> str:
+        return scalar(store, "SHOW synchronous_commit")
+
+    with store.unflushed_commits():
+        assert synchronous_commit() == "off"
+        store.frontier.commit_pages(run_id, [page(f"{site}/", 0, links=[f"{site}/next"])], 4)
+        with Store(postgis_dsn) as other:  # visible to every other session at once: committed
+            assert scalar(other, "SELECT count(*) FROM frontier_urls WHERE run_id = %s", run_id) == 2
+    assert synchronous_commit() == "on"
+
+    with pytest.raises(ValueError), store.unflushed_commits():
+        raise ValueError("a crawl that fails")
+    assert synchronous_commit() == "on"

@@ -175,7 +175,8 @@ def crawl_shard(store: Store, run_id: str, level: int, shard: int, params: Harve
     store.frontier.hold_shard(run_id, shard)
     try:
         run = ShardRun(store, run_id, level, shard, params)
-        levels, stats = asyncio.run(_crawl(run, store.frontier.origin_counts(run_id, shard, origins)))
+        with store.unflushed_commits():  # a lost batch is redone; the statistics' commit below flushes them
+            levels, stats = asyncio.run(_crawl(run, store.frontier.origin_counts(run_id, shard, origins)))
     finally:
         store.frontier.release_shards()
     for level_stats in levels:
