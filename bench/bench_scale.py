@@ -93,6 +93,7 @@ class Result:
     frontier_bytes_per_url: float | None = None
     database_bytes_per_url: float | None = None
     run_id: str | None = None
+    resources: int | None = None  # the run confirmed (the DAG's)
 
     @property
     def pages_per_second(self) -> float:
@@ -334,6 +335,8 @@ def crawl_dag_run(spec: BigWebSpec, args, conf: dict, run: int) -> Result:
     with psycopg2.connect(GEOWEB_DB) as conn, conn.cursor() as cur:
         cur.execute("SELECT count(*) FROM frontier_urls WHERE run_id = %s", (run_id,))
         rows = cur.fetchone()[0]
+        cur.execute("SELECT count(*) FROM run_resources WHERE run_id = %s", (run_id,))
+        resources = cur.fetchone()[0]
         cur.execute("SELECT level, sum(urls), count(*), max(seconds) FROM crawl_levels WHERE run_id = %s "
                     "GROUP BY level ORDER BY level", (run_id,))  # fmt: skip
         levels = {
@@ -362,7 +365,7 @@ def crawl_dag_run(spec: BigWebSpec, args, conf: dict, run: int) -> Result:
     return Result(
         name, round(wall, 1), served["pages"], served["requests"], list(levels.values()),
         served["body_bytes"], served["not_modified"], samples, sampler.peak, round(sampler.largest, 1), cpu,
-        run_id=run_id,
+        run_id=run_id, resources=resources,
         frontier_bytes_per_url=round((frontier_after - frontier_before) * 1e6 / rows, 1) if rows else None,
         database_bytes_per_url=round((database_after - database_before) * 1e6 / rows, 1) if rows else None,
     )  # fmt: skip
@@ -383,14 +386,15 @@ def markdown(results: list[Result]) -> str:
     runs = [r for r in results if ", run " in r.crawler]
     if runs:
         first = runs[0]
-        lines += ["", "| run | requests | 304s | bytes read | wall s | CPU s | requests / first | bytes / first "
-                  "| wall / first | CPU / first |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+        lines += ["", "| run | requests | 304s | bytes read | wall s | CPU s | resources | requests / first "
+                  "| bytes / first | wall / first | CPU / first |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
         for r in runs:
             ratios = (r.requests / first.requests, r.body_bytes / first.body_bytes,
                       r.wall_seconds / first.wall_seconds, r.crawl_cpu_seconds / first.crawl_cpu_seconds)  # fmt: skip
             lines.append(
                 f"| {r.crawler.rsplit(' ', 1)[1]} | {r.requests:,} | {r.not_modified:,} | {r.body_bytes:,} | "
-                f"{r.wall_seconds:,.1f} | {r.crawl_cpu_seconds:,.0f} | "
+                f"{r.wall_seconds:,.1f} | {r.crawl_cpu_seconds:,.0f} | {r.resources} | "
                 + " | ".join(f"{ratio:.1%}" for ratio in ratios)
                 + " |"
             )

@@ -170,4 +170,6 @@ def test_even_hosts_send_validators_and_answer_their_conditions_with_304(served)
     after = stats()
     assert after["not_modified"] - before["not_modified"] == 2
     sent = 2 * len(odd.content) + 3 * len(whole.content) + len(after_304.content)
-    assert after["body_bytes"] - before["body_bytes"] == sent + len(json.dumps(before))  # with the first reading
+    assert after["body_bytes"] - before["body_bytes"] == sent + len(
+        json.dumps(before)
+    )  # with the first reading
