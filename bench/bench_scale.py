@@ -94,6 +94,7 @@ class Result:
     database_bytes_per_url: float | None = None
     run_id: str | None = None
     resources: int | None = None  # the run confirmed (the DAG's)
+    run: int | None = None  # its number among the crawl's runs, with --runs above 1
 
     @property
     def pages_per_second(self) -> float:
@@ -232,7 +233,7 @@ class Sampler(threading.Thread):
         return self.samples
 
 
-def crawl_cli(spec: BigWebSpec, args) -> Result:
+def crawl_cli(spec: BigWebSpec, args) -> list[Result]:
     """``geoweb crawl`` over the web in one process; its peak memory from wait4."""
     seeds = Path(tempfile.mkstemp(prefix="scale-seeds-", suffix=".txt", dir=OUT.parent)[1])
     seeds.write_text("\n".join(spec.seeds()) + "\n")
@@ -264,10 +265,10 @@ def crawl_cli(spec: BigWebSpec, args) -> Result:
     levels = [
         Level(int(m[1]), int(m[2]), 1, float(m[6])) for m in _LEVEL_ROW.finditer(stderr_path.read_text())
     ]
-    return Result("geoweb crawl (1 process)", round(wall, 1), served["pages"], served["requests"], levels,
-                  served["body_bytes"], served["not_modified"], samples, sampler.peak,
-                  largest_process_mb=round(usage.ru_maxrss / 1024, 1),
-                  cpu_seconds={"geoweb crawl": round(usage.ru_utime + usage.ru_stime, 1)})  # fmt: skip
+    return [Result("geoweb crawl (1 process)", round(wall, 1), served["pages"], served["requests"], levels,
+                   served["body_bytes"], served["not_modified"], samples, sampler.peak,
+                   largest_process_mb=round(usage.ru_maxrss / 1024, 1),
+                   cpu_seconds={"geoweb crawl": round(usage.ru_utime + usage.ru_stime, 1)})]  # fmt: skip
 
 
 def _time(stamp: str) -> datetime:
@@ -361,11 +362,12 @@ def crawl_dag_run(spec: BigWebSpec, args, conf: dict, run: int) -> Result:
             for t, s in zip(mapped, summaries, strict=True)
         ]
         level.overhead_per_task = round(statistics.mean(overheads), 2)
-    name = "geoweb_crawl DAG (2 workers)" + (f", run {run}" if args.runs > 1 else "")
+    numbered = run if args.runs > 1 else None
+    name = "geoweb_crawl DAG (2 workers)" + (f", run {run}" if numbered else "")
     return Result(
         name, round(wall, 1), served["pages"], served["requests"], list(levels.values()),
         served["body_bytes"], served["not_modified"], samples, sampler.peak, round(sampler.largest, 1), cpu,
-        run_id=run_id, resources=resources,
+        run_id=run_id, resources=resources, run=numbered,
         frontier_bytes_per_url=round((frontier_after - frontier_before) * 1e6 / rows, 1) if rows else None,
         database_bytes_per_url=round((database_after - database_before) * 1e6 / rows, 1) if rows else None,
     )  # fmt: skip
@@ -383,7 +385,7 @@ def markdown(results: list[Result]) -> str:
             f"| {r.crawler} | {r.pages:,} | {r.requests:,} | {r.wall_seconds:,.1f} | {r.pages_per_second:,.0f} "
             f"| {peaks} | {r.largest_process_mb:,.0f} | {r.frontier_bytes_per_url or 'n/a'} | {r.database_bytes_per_url or 'n/a'} |"
         )
-    runs = [r for r in results if ", run " in r.crawler]
+    runs = [r for r in results if r.run is not None]
     if runs:
         first = runs[0]
         lines += ["", "| run | requests | 304s | bytes read | wall s | CPU s | resources | requests / first "
@@ -393,7 +395,7 @@ def markdown(results: list[Result]) -> str:
             ratios = (r.requests / first.requests, r.body_bytes / first.body_bytes,
                       r.wall_seconds / first.wall_seconds, r.crawl_cpu_seconds / first.crawl_cpu_seconds)  # fmt: skip
             lines.append(
-                f"| {r.crawler.rsplit(' ', 1)[1]} | {r.requests:,} | {r.not_modified:,} | {r.body_bytes:,} | "
+                f"| {r.run} | {r.requests:,} | {r.not_modified:,} | {r.body_bytes:,} | "
                 f"{r.wall_seconds:,.1f} | {r.crawl_cpu_seconds:,.0f} | {r.resources} | "
                 + " | ".join(f"{ratio:.1%}" for ratio in ratios)
                 + " |"
@@ -472,7 +474,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = {"dag": crawl_dag, "cli": crawl_cli}
     results = []
     for name in args.crawlers.split(","):
-        for result in runs[name](spec, args) if name == "dag" else [runs[name](spec, args)]:
+        for result in runs[name](spec, args):
             results.append(result)
             print(f"{result.crawler}: {result.pages:,} pages in {result.wall_seconds:,.0f} s", flush=True)
     print(markdown(results))

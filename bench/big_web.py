@@ -42,6 +42,7 @@ DOCUMENTS_DIR = "/documents/"
 MAX_HEAD = 16 * 1024  # bytes of request head a connection may send before it is closed
 _PAGE = re.compile(r"^/s\d+/p(\d+)\.html$")
 LAST_MODIFIED = "Mon, 08 Aug 2016 00:00:00 GMT"  # of every page of a host that sends validators
+_LAST_MODIFIED_AT = parsedate_to_datetime(LAST_MODIFIED)
 _CONDITIONS = re.compile(rb"^(if-none-match|if-modified-since):[ \t]*(.*?)[ \t]*$", re.I | re.M)
 _KML = b"""<?xml version="1.0" encoding="UTF-8"?>
 <kml xmlns="http://www.opengis.net/kml/2.2"><Document><name>Gauging stations</name>
@@ -218,9 +219,7 @@ def not_modified(etag: str, request_headers: bytes) -> bool:
         return "*" in tags or etag in tags
     if b"if-modified-since" in conditions:
         try:
-            return parsedate_to_datetime(conditions[b"if-modified-since"]) >= parsedate_to_datetime(
-                LAST_MODIFIED
-            )
+            return parsedate_to_datetime(conditions[b"if-modified-since"]) >= _LAST_MODIFIED_AT
         except (TypeError, ValueError):
             return False
     return False
