@@ -38,6 +38,11 @@ COLUMNS = (
 _VALUES = f"({', '.join(['%s'] * (len(COLUMNS) - 1))}, CASE WHEN %s THEN now() END)"
 # a run's key from its id, in a statement with %(run_id)s
 RUN_KEY = "(SELECT run_key FROM crawl_runs WHERE run_id = %(run_id)s)"
+# PLANNED_KEY: a batch of URLs is looked up by key one URL at a time (a LATERAL subquery, kept apart from
+# the join by OFFSET 0), and the run's key (or the crawl's name) is given as a subquery, not a literal. The
+# statistics do not know a run begun since the table was last analysed (autoanalyze waits for a tenth of
+# the table to change), so for a literal, or a join the planner may reorder, it expects one row of the run
+# and reads all of them, each batch: quadratic in the run. Probed one by one, each URL's row is one lookup.
 # SQLSTATE classes of data the database refuses (data exception, program limit): a page whose rows
 # hit one is marked as failed; any other error (a lost connection, a run never begun) propagates, and the
 # pages stay to be redone.
@@ -102,20 +107,24 @@ WHERE EXCLUDED.status <> '{URLStatus.DISCOVERED}'
 RETURNING 1
 """
 # A link that finds a URL still to fetch at a lower level than its row's gives it that level, its source and
-# score: a shard running ahead may have found it first by a longer path. Rows locked in key order, as every
-# write; ``{run_key}`` is the run's integer key.
-_SHALLOWER = f"""
+# score: a shard running ahead may have found it first by a longer path. Each link's row is looked up on its
+# own (``PLANNED_KEY``) and locked as the links come, in key order like every write; ``{run_key}`` is the
+# run's integer key.
+SHALLOWER = f"""
 WITH v (url_hash, level, source_hash, source_page, score) AS (VALUES %s), lowered AS (
-    SELECT f.ctid AS row_id, v.level, v.source_hash, v.source_page, v.score
-    FROM frontier f JOIN v ON f.run_key = {{run_key}} AND geoweb_url_hash(f.url) = v.url_hash
-    WHERE f.status = '{URLStatus.DISCOVERED}' AND f.level > v.level
-    ORDER BY v.url_hash FOR UPDATE OF f
+    SELECT f.row_id, v.level, v.source_hash, v.source_page, v.score
+    FROM v CROSS JOIN LATERAL (
+        SELECT ctid AS row_id FROM frontier
+        WHERE run_key = (SELECT {{run_key}}) AND geoweb_url_hash(url) = v.url_hash
+            AND status = '{URLStatus.DISCOVERED}' AND level > v.level
+        OFFSET 0 FOR UPDATE
+    ) f
 )
 UPDATE frontier f SET level = lowered.level, source_hash = lowered.source_hash,
     source_page = lowered.source_page, score = lowered.score
 FROM lowered WHERE f.ctid = lowered.row_id
 """
-_SHALLOWER_VALUES = "(%s::bigint, %s::int, %s::bigint, %s::text, %s::double precision)"
+SHALLOWER_VALUES = "(%s::bigint, %s::int, %s::bigint, %s::text, %s::double precision)"
 
 # The level's URLs in the order of links.priority.by_priority; those past the first %(kept)s or scoring below
 # %(min_score)s are skipped, locked in key order like every write (rows found by ctid: the ones locked are the
@@ -462,6 +471,6 @@ def _write(cur, run_id: str, rows: FrontierRows) -> int:
     )
     links = rows.links()
     if links:
-        shallower = _SHALLOWER.format(run_key=int(run_key))
-        execute_values(cur, shallower, links, template=_SHALLOWER_VALUES, page_size=PAGE_SIZE)
+        shallower = SHALLOWER.format(run_key=int(run_key))
+        execute_values(cur, shallower, links, template=SHALLOWER_VALUES, page_size=PAGE_SIZE)
     return added

@@ -9,9 +9,18 @@ from collections.abc import Iterable, Mapping
 from psycopg2.extras import execute_values
 
 from geoweb.crawl.pagestates import PageState, RevisitKey, page_state, revisit_cutoff, state_values
+from geoweb.store.frontier import url_hash
 from geoweb.store.repository import PAGE_SIZE, Repository
 
 CUTOFF_BATCH = 10_000  # states read per round trip when a run draws its revisit cutoff
+
+# the states of a crawl (%s) by their URLs' keys (%s), looked up one by one (``frontier.PLANNED_KEY``)
+LOAD = """
+SELECT s.url, s.state FROM unnest(%s::bigint[]) AS asked(url_hash) CROSS JOIN LATERAL (
+    SELECT url, state FROM page_states
+    WHERE crawl = (SELECT %s) AND geoweb_url_hash(url) = asked.url_hash OFFSET 0
+) s
+"""
 
 _UPSERT = """
 INSERT INTO page_states (crawl, url, state) VALUES %s
@@ -24,13 +33,12 @@ class PageStatesTable(Repository):
 
     def load(self, crawl: str, urls: Iterable[str]) -> dict[str, PageState]:
         """The states ``crawl`` keeps of ``urls`` (those it has)."""
+        asked = {url_hash(url): url for url in urls}
         with self._transaction() as cur:
-            cur.execute(
-                "SELECT s.url, s.state FROM unnest(%s::text[]) AS asked(url) JOIN page_states s "
-                "ON s.crawl = %s AND geoweb_url_hash(s.url) = geoweb_url_hash(asked.url) AND s.url = asked.url",
-                (list(urls), crawl),
-            )
-            return {url: page_state(state) for url, state in cur.fetchall()}
+            cur.execute(LOAD, (list(asked), crawl))
+            return {
+                url: page_state(state) for url, state in cur.fetchall() if asked.get(url_hash(url)) == url
+            }
 
     def save(self, crawl: str, states: Mapping[str, PageState], gone: Iterable[str] = ()) -> None:
         """Keep ``states`` for ``crawl``, and forget the URLs ``gone`` (they answered 404 or 410), in one
@@ -39,11 +47,10 @@ class PageStatesTable(Repository):
         with self._transaction() as cur:
             if rows:
                 execute_values(cur, _UPSERT, rows, page_size=PAGE_SIZE)
-            if gone:
-                cur.execute(
-                    "DELETE FROM page_states WHERE crawl = %s AND (geoweb_url_hash(url), url) IN "
-                    "(SELECT geoweb_url_hash(u), u FROM unnest(%s::text[]) u)",
-                    (crawl, sorted(gone)),
+            if gone:  # few: URLs that answered 404 or 410 in two runs
+                cur.executemany(
+                    "DELETE FROM page_states WHERE crawl = %s AND geoweb_url_hash(url) = %s AND url = %s",
+                    [(crawl, url_hash(url), url) for url in sorted(gone)],
                 )
 
     def revisit_cutoff(self, crawl: str, budget: int, now: float) -> RevisitKey | None:

@@ -1,0 +1,83 @@
+"""Lookups by URL key probe the key index, one lookup a URL, even for a run or a crawl begun since the tables
+were last analysed: the statistics expect one row of it, and a plan made for one row reads every row of the
+run or crawl, each batch of a crawl task (``frontier.PLANNED_KEY``)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from psycopg2.extras import execute_values
+
+from geoweb.crawl.pagestates import PageState
+from geoweb.store.frontier import SHALLOWER, SHALLOWER_VALUES, url_hash
+from geoweb.store.pagestates import LOAD
+
+ROWS = 3000  # of the run or crawl the statistics do not know
+ASKED = 20
+
+
+def scans_of(plan: dict, table: str) -> list[dict]:
+    """The plan's nodes that look rows of ``table`` up, but by their row's address (an update's)."""
+    kind = plan["Node Type"]
+    found = (
+        [plan] if plan.get("Relation Name") == table and kind.endswith("Scan") and kind != "Tid Scan" else []
+    )
+    for child in plan.get("Plans", []):
+        found.extend(scans_of(child, table))
+    return found
+
+
+def explained(cur, statement: str, args=None) -> dict:
+    cur.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {statement}", args)
+    return cur.fetchone()[0][0]["Plan"]
+
+
+def assert_probes(plan: dict, table: str) -> None:
+    scans = scans_of(plan, table)
+    assert scans, json.dumps(plan, indent=1)
+    for scan in scans:
+        assert "md5" in scan.get("Index Cond", ""), json.dumps(scan, indent=1)  # the URL's key, in the index
+        read = (scan["Actual Rows"] + scan.get("Rows Removed by Filter", 0)) * scan["Actual Loops"]
+        assert read <= ASKED, json.dumps(scan, indent=1)
+
+
+def test_states_of_a_crawl_the_statistics_do_not_know_are_read_by_key(store):
+    known, new = f"known-{uuid.uuid4().hex[:8]}", f"new-{uuid.uuid4().hex[:8]}"
+    urls = [f"http://{new}.example/p{i}.html" for i in range(ROWS)]
+    store.page_states.save(known, {f"http://{known}.example/p{i}.html": PageState() for i in range(ROWS)})
+    with store.conn, store.conn.cursor() as cur:
+        cur.execute("ANALYZE page_states")
+    store.page_states.save(new, {url: PageState(level=1) for url in urls})
+
+    asked = urls[:ASKED]
+    with store.conn, store.conn.cursor() as cur:
+        assert_probes(explained(cur, LOAD, ([url_hash(u) for u in asked], new)), "page_states")
+    assert set(store.page_states.load(new, [*asked, "http://elsewhere.example/"])) == set(asked)
+
+
+def test_links_of_a_run_the_statistics_do_not_know_are_matched_by_key(store, run_id):
+    earlier = f"test-{uuid.uuid4().hex[:12]}"
+    store.runs.begin(earlier, {"seeds": ["http://seed.example/"]})
+    store.frontier.add_urls(
+        earlier, 1, [(f"http://{earlier}.example/p{i}", None, None) for i in range(ROWS)], 8
+    )
+    with store.conn, store.conn.cursor() as cur:
+        cur.execute("ANALYZE frontier")
+    urls = [f"http://{run_id}.example/p{i}" for i in range(ROWS)]
+    store.frontier.add_urls(run_id, 3, [(url, None, None) for url in urls], 8)
+
+    with store.conn.cursor() as cur:
+        cur.execute("SELECT run_key FROM crawl_runs WHERE run_id = %s", (run_id,))
+        statement = SHALLOWER.format(run_key=cur.fetchone()[0])
+        links = [(url_hash(url), 2, None, "http://seed.example/", 0.5) for url in sorted(urls[:ASKED])]
+        values = b",".join(cur.mogrify(SHALLOWER_VALUES, link) for link in links).decode()
+        assert_probes(explained(cur, statement.replace("VALUES %s", f"VALUES {values}")), "frontier")
+        store.conn.rollback()  # EXPLAIN ANALYZE ran the update
+        execute_values(cur, statement, links, template=SHALLOWER_VALUES)
+        cur.execute(
+            "SELECT count(*) FROM frontier_urls WHERE run_id = %s AND level = 2 AND source_page IS NOT NULL",
+            (run_id,),
+        )
+        assert cur.fetchone()[0] == ASKED
+        store.conn.rollback()
