@@ -81,3 +81,16 @@ def test_links_of_a_run_the_statistics_do_not_know_are_matched_by_key(store, run
         )
         assert cur.fetchone()[0] == ASKED
         store.conn.rollback()
+
+
+def test_urls_gone_leave_the_crawls_states_and_nothing_else_does(store):
+    crawl, other = f"gone-{uuid.uuid4().hex[:8]}", f"other-{uuid.uuid4().hex[:8]}"
+    urls = [f"http://{crawl}.example/p{i}.html" for i in range(3)]
+    store.page_states.save(crawl, {url: PageState() for url in urls})
+    store.page_states.save(other, {urls[0]: PageState()})
+
+    store.page_states.save(crawl, {urls[1]: PageState(level=2)}, gone=[urls[0]])
+
+    kept = store.page_states.load(crawl, urls)
+    assert set(kept) == set(urls[1:]) and kept[urls[1]].level == 2
+    assert set(store.page_states.load(other, urls)) == {urls[0]}  # another crawl's state of the URL stays
