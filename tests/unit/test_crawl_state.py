@@ -23,6 +23,7 @@ from aiohttp import web
 from geoweb.crawl import pagestates
 from geoweb.crawl.jsonl import crawl_to_jsonl
 from geoweb.crawl.pagestates import PageStates
+from geoweb.fetch.response import Response
 from geoweb.settings import Settings
 
 KML = """<?xml version="1.0" encoding="UTF-8"?>
@@ -138,14 +139,29 @@ def test_a_second_run_carries_over_what_did_not_change_and_finds_every_change(tm
     assert report.stats["fail/bad_response"] == 1  # the liar still has nothing to carry over
 
 
-def test_urls_deferred_by_the_memory_bound_say_the_state_counts_against_it(tmp_path, caplog):
+def test_the_memory_bound_still_holds_bodies_and_the_state_is_held_besides_it(tmp_path, caplog):
     site = Site()
     site.kml["/parks.kml"] = "P" * (2 * 2**20)  # a body over the whole bound
-    with caplog.at_level(logging.WARNING, "geoweb.crawl"):
+    with caplog.at_level(logging.INFO, "geoweb.crawl"):
         _, report, _ = run(site, tmp_path / "crawl.state", tmp_path, max_memory_bytes=2**20)
     assert report.stats["defer/memory_budget"] >= 1
-    [warning] = [r.getMessage() for r in caplog.records if "deferred by the memory bound" in r.getMessage()]
-    assert "the crawl's state" in warning and "GEOWEB_MAX_MEMORY_BYTES" in warning
+    [held] = [r.getMessage() for r in caplog.records if "held besides max_memory_bytes" in r.getMessage()]
+    assert held.startswith("the crawl's state holds ")
+
+
+def test_a_state_files_growth_is_what_its_pages_read_add(tmp_path):
+    states = PageStates(tmp_path / "crawl.state")
+    links = [(f"http://example.org/page/{i:06d}.html", f"anchor {i}") for i in range(1000)]
+    page = Response("http://example.org/", "http://example.org/", 200, {}, b"<html></html>")
+    states.remember("http://example.org/", page, links, [])
+    grown = states.held_bytes()
+    assert 1000 * (40 + 8) < grown < 1000 * 400  # each link's strings and tuple
+
+    states.remember("http://example.org/", page, links[:10], [])  # read again, with fewer links
+    assert states.held_bytes() < grown / 50
+    memory_only = PageStates()
+    memory_only.remember("http://example.org/", page, links, [])
+    assert memory_only.held_bytes() == 0  # a DAG task's states leave memory as its pages commit
 
 
 def test_a_new_link_on_a_changed_page_is_followed_and_its_resource_is_new(tmp_path):

@@ -52,6 +52,22 @@ def test_the_crawls_memory_is_counted_above_the_baseline(caplog):
     assert budget.stats["fetch/memory_refused"] == 2
 
 
+def test_what_the_crawl_holds_besides_the_bound_is_not_counted():
+    resident, state = Resident(300 * MB), Resident(0)
+    budget = MemoryBudget(50 * MB, resident=resident, held=state)
+    resident.value += 200 * MB  # a state file's pages read this run, 180 MB of them
+    state.value = 180 * MB
+
+    async def run():
+        with await budget.reserve("http://h/a", 25 * MB):  # 20 MB of the crawl's own, and the body
+            pass
+        state.value = 0  # were the state counted, nothing would fit
+        with pytest.raises(OverMemoryBudget):
+            await budget.reserve("http://h/b", 25 * MB)
+
+    asyncio.run(run())
+
+
 def test_memory_handed_back_below_the_baseline_makes_no_room_for_a_body_over_the_bound():
     resident = Resident(300 * MB)
     budget = MemoryBudget(1 * MB, resident=resident)

@@ -14,7 +14,7 @@ from typing import Any, TextIO
 from geoweb.crawl.factory import open_crawler
 from geoweb.crawl.pagestates import PageStates
 from geoweb.crawl.report import CrawlReport
-from geoweb.models import DeferReason, Page
+from geoweb.models import Page
 from geoweb.settings import Settings
 
 log = logging.getLogger("geoweb.crawl")
@@ -56,7 +56,8 @@ async def crawl_to_jsonl(
 
     written = asyncio.create_task(writer())
     try:
-        async with open_crawler(settings, types=types, pages=states) as crawler:
+        held = states.held_bytes if states is not None else lambda: 0
+        async with open_crawler(settings, types=types, pages=states, held=held) as crawler:
             report = await crawler.crawl(seeds, on_page=found)
     finally:
         pages.put_nowait(None)
@@ -66,14 +67,10 @@ async def crawl_to_jsonl(
             await write_line(out, {**record, "verdict": verdict})
         out.flush()
         states.save()
-        deferred = report.stats[f"defer/{DeferReason.MEMORY_BUDGET}"]
-        if deferred:
-            log.warning(
-                "%d URLs deferred by the memory bound (max_memory_bytes, %d MB): the crawl's state, %d pages, "
-                "grows in the crawl's own memory (10 KB a page on a services-heavy web); raise "
-                "GEOWEB_MAX_MEMORY_BYTES for a crawl this size",
-                deferred, settings.max_memory_bytes // 2**20, len(states.pages),
-            )  # fmt: skip
+        log.info(
+            "the crawl's state holds %d pages; this run added %.0f MB to it, held besides max_memory_bytes",
+            len(states.pages), states.held_bytes() / 2**20,
+        )  # fmt: skip
     return report
 
 

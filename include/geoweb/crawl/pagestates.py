@@ -239,10 +239,17 @@ class PageStates:
                     "move it away to start the crawl's state afresh"
                 ) from exc
         self.known = frozenset(self.pages)  # the URLs the state file held, the ones a budget chooses among
+        self.grown = 0  # bytes the pages read in this run added to a state file's (``held_bytes``)
         self.before = {r["url"] + "\n" + r["type"]: r for p in self.pages.values() for r in p.resources}
 
     def get(self, url: str) -> PageState | None:
         return self.pages.get(url)
+
+    def held_bytes(self) -> int:
+        """What the state has grown by in this run, held in memory besides the crawl's memory bound: the pages
+        read replace their states, and new pages add theirs (``footprint``; 0 without a state file, whose
+        states leave memory as a DAG task commits them)."""
+        return max(0, self.grown)
 
     def due(self, url: str) -> bool:
         """Whether this run requests a URL the state holds: all of them without a revisit budget or cutoff,
@@ -305,6 +312,8 @@ class PageStates:
             level=level,
             size=len(response.body),
         )
+        if self.path is not None:
+            self.grown += footprint(state) - (footprint(known) if known is not None else 0)
         verdict = Verdict.NEW
         if known is not None:
             state.visits, state.changes = known.visits, known.changes
@@ -435,6 +444,19 @@ def _without_sighting(record: dict) -> dict:
 
 
 _STATE_FIELDS = tuple(f.name for f in fields(PageState))
+
+
+def footprint(value: object) -> int:
+    """Bytes a state, or a value of one, holds in memory: its objects' sizes, a string shared by several
+    counted at each place (an upper bound)."""
+    if isinstance(value, PageState):
+        return sys.getsizeof(value) + sum(footprint(getattr(value, name)) for name in _STATE_FIELDS)
+    size = sys.getsizeof(value)
+    if isinstance(value, dict):
+        size += sum(footprint(key) + footprint(item) for key, item in value.items())
+    elif isinstance(value, (list, tuple)):
+        size += sum(footprint(item) for item in value)
+    return size
 
 
 def state_values(state: PageState) -> dict:

@@ -12,6 +12,7 @@ import logging
 import time
 import zlib
 from collections import Counter
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from datetime import UTC
@@ -88,7 +89,9 @@ class Fetcher:
     Every request, robots.txt included, carries ``settings.user_agent``. Outcomes are counted in ``stats``.
     """
 
-    def __init__(self, settings: Settings, *, stats: Counter | None = None):
+    def __init__(
+        self, settings: Settings, *, stats: Counter | None = None, held: Callable[[], int] = lambda: 0
+    ):
         self.settings = settings
         self.stats = stats if stats is not None else Counter()
         self._guard = AddressGuard(settings.allowed_hosts, self.stats)
@@ -106,8 +109,9 @@ class Fetcher:
             else None
         )
         self._session: aiohttp.ClientSession | None = None
-        # bodies are admitted under max_memory_bytes, counted above what the process holds as it opens
-        self._memory = MemoryBudget(settings.max_memory_bytes, stats=self.stats)
+        # bodies are admitted under max_memory_bytes, counted above what the process holds as it opens and
+        # what ``held`` says the crawl keeps besides the bound
+        self._memory = MemoryBudget(settings.max_memory_bytes, held=held, stats=self.stats)
 
     async def __aenter__(self) -> Fetcher:
         s = self.settings

@@ -70,19 +70,22 @@ def resident_bytes() -> int:
 
 class MemoryBudget:
     """Bytes of bodies being read (``in_flight``), admitted against ``limit`` with the process's resident
-    memory above ``baseline`` (its resident memory when made). One per fetcher, used from one event loop."""
+    memory above ``baseline`` (its resident memory when made) and above what ``held`` says the crawl keeps
+    besides the bound (a crawl's state). One per fetcher, used from one event loop."""
 
     def __init__(
         self,
         limit: int,
         *,
         resident: Callable[[], int] = resident_bytes,
+        held: Callable[[], int] = lambda: 0,
         max_wait: float = MAX_WAIT,
         stats: Counter | None = None,
     ):
         self.limit = limit
         self.in_flight = 0
         self._resident = resident
+        self._held = held
         self.baseline = resident()
         self._max_wait = max_wait
         self._waiting: set[asyncio.Future] = set()  # reserves waiting for a release
@@ -107,15 +110,19 @@ class MemoryBudget:
         return self._used() + nbytes <= self.limit
 
     def _used(self) -> int:
-        """The crawl's memory: resident above the baseline (none below it: memory the process held before the
-        crawl and handed back is no room for a body over the bound), plus the bodies being read."""
-        return max(0, self._resident() - self.baseline) + self.in_flight
+        """The crawl's memory: resident above the baseline and what is held besides the bound (none below
+        them: memory the process held before the crawl and handed back is no room for a body over the
+        bound), plus the bodies being read."""
+        return self._holding() + self.in_flight
+
+    def _holding(self) -> int:
+        return max(0, self._resident() - self.baseline - self._held())
 
     def _refuse(self, url: str, nbytes: int, why: str) -> OverMemoryBudget:
         self.stats["fetch/memory_refused"] += 1
         log.warning(
             "%s: body of %.1f MB not read (%s): the crawl holds %.1f MB and reads %.1f MB, bound %.0f MB "
-            "(max_memory_bytes)", url, nbytes / 2**20, why, (self._resident() - self.baseline) / 2**20,
+            "(max_memory_bytes)", url, nbytes / 2**20, why, self._holding() / 2**20,
             self.in_flight / 2**20, self.limit / 2**20,
         )  # fmt: skip
         return OverMemoryBudget(f"a body of {nbytes} bytes does not fit under max_memory_bytes ({why})")
