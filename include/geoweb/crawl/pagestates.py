@@ -23,6 +23,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import heapq
+import itertools
 import json
 import math
 import os
@@ -240,10 +241,28 @@ class PageStates:
                 ) from exc
         self.known = frozenset(self.pages)  # the URLs the state file held, the ones a budget chooses among
         self.grown = 0  # bytes the pages read in this run added to a state file's (``held_bytes``)
+        self._record_bytes: dict[str, int] = {}  # footprint of a resource's record, per document
         self.before = {r["url"] + "\n" + r["type"]: r for p in self.pages.values() for r in p.resources}
 
     def get(self, url: str) -> PageState | None:
         return self.pages.get(url)
+
+    def _held(self, state: PageState) -> int:
+        """``footprint`` of a state; its links, pairs of strings, summed in C, and a resource's record walked
+        once per document (a document linked from many pages gives each a record, alike but for where)."""
+        links = state.links
+        pairs = sys.getsizeof(links) + _PAIR * len(links) + sum(map(sys.getsizeof, itertools.chain(*links)))
+        records = sys.getsizeof(state.resources)
+        for record in state.resources:
+            document = record.get("content_sha256")
+            if document is None:
+                records += footprint(record)
+                continue
+            if document not in self._record_bytes:
+                self._record_bytes[document] = footprint(record)
+            records += self._record_bytes[document]
+        scalars = sum(map(sys.getsizeof, map(state.__getattribute__, _SCALAR_FIELDS)))
+        return sys.getsizeof(state) + pairs + records + scalars
 
     def held_bytes(self) -> int:
         """What the state has grown by in this run, held in memory besides the crawl's memory bound: the pages
@@ -313,7 +332,7 @@ class PageStates:
             size=len(response.body),
         )
         if self.path is not None:
-            self.grown += footprint(state) - (footprint(known) if known is not None else 0)
+            self.grown += self._held(state) - (self._held(known) if known is not None else 0)
         verdict = Verdict.NEW
         if known is not None:
             state.visits, state.changes = known.visits, known.changes
@@ -444,13 +463,13 @@ def _without_sighting(record: dict) -> dict:
 
 
 _STATE_FIELDS = tuple(f.name for f in fields(PageState))
+_SCALAR_FIELDS = tuple(name for name in _STATE_FIELDS if name not in ("links", "resources"))
+_PAIR = sys.getsizeof(("", ""))
 
 
 def footprint(value: object) -> int:
-    """Bytes a state, or a value of one, holds in memory: its objects' sizes, a string shared by several
-    counted at each place (an upper bound)."""
-    if isinstance(value, PageState):
-        return sys.getsizeof(value) + sum(footprint(getattr(value, name)) for name in _STATE_FIELDS)
+    """Bytes a value of a state holds in memory: its objects' sizes, a string shared by several counted at
+    each place (an upper bound)."""
     size = sys.getsizeof(value)
     if isinstance(value, dict):
         size += sum(footprint(key) + footprint(item) for key, item in value.items())
