@@ -229,7 +229,12 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=defaults.concurrency)
     parser.add_argument("--per-host", type=int, default=defaults.per_host_concurrency)
     parser.add_argument("--max-level", type=int, default=defaults.max_level)
-    parser.add_argument("--max-memory-mb", type=int, default=4096, help="the crawl's max_memory_bytes")
+    parser.add_argument(
+        "--max-memory-mb",
+        type=int,
+        default=defaults.max_memory_bytes // 2**20,
+        help="the crawl's max_memory_bytes",
+    )
     parser.add_argument(
         "--revisit-share",
         type=float,
