@@ -240,7 +240,7 @@ class PageStates:
                     "move it away to start the crawl's state afresh"
                 ) from exc
         self.known = frozenset(self.pages)  # the URLs the state file held, the ones a budget chooses among
-        self.grown = 0  # bytes the pages read in this run added to a state file's (``held_bytes``)
+        self._grown = 0  # bytes the pages read in this run added to a state file's (``held_bytes``)
         self._record_bytes: dict[str, int] = {}  # footprint of a resource's record, per document
         self.before = {r["url"] + "\n" + r["type"]: r for p in self.pages.values() for r in p.resources}
 
@@ -268,7 +268,7 @@ class PageStates:
         """What the state has grown by in this run, held in memory besides the crawl's memory bound: the pages
         read replace their states, and new pages add theirs (``footprint``; 0 without a state file, whose
         states leave memory as a DAG task commits them)."""
-        return max(0, self.grown)
+        return max(0, self._grown)
 
     def due(self, url: str) -> bool:
         """Whether this run requests a URL the state holds: all of them without a revisit budget or cutoff,
@@ -332,7 +332,7 @@ class PageStates:
             size=len(response.body),
         )
         if self.path is not None:
-            self.grown += self._held(state) - (self._held(known) if known is not None else 0)
+            self._grown += self._held(state) - (self._held(known) if known is not None else 0)
         verdict = Verdict.NEW
         if known is not None:
             state.visits, state.changes = known.visits, known.changes

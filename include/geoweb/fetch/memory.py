@@ -5,7 +5,8 @@ far more address space than they touch, and hitting it raises MemoryError anywhe
 where memory comes in instead, the bodies read: before a body is read, its size (the declared length, else a
 first megabyte) is reserved, and as it grows past that, a megabyte more at a time. A reservation is admitted
 while the crawl's memory, the process's resident memory (measured, so bodies held by detectors count) above
-what it held when the budget was made (the interpreter and its libraries; in a DAG task, Airflow's too),
+what it held when the budget was made (the interpreter and its libraries; in a DAG task, Airflow's too) and
+above what the crawl keeps by design besides the bound (``held``: a state file's pages read in the run),
 plus the bodies being read, fits under the bound (memory freed but kept by the allocator is handed back
 first). Otherwise it waits for the reads in flight to end, and a body that cannot fit even when none is left,
 or not within ``MAX_WAIT`` seconds, is refused: ``OverMemoryBudget``, logged with its size.
