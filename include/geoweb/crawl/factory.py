@@ -4,7 +4,7 @@ in-process Bloom pre-filter of the URLs seen, built from ``Settings``, with one 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Collection
+from collections.abc import AsyncIterator, Collection
 from contextlib import asynccontextmanager
 
 from geoweb.crawl.engine import Crawler
@@ -24,14 +24,14 @@ async def open_crawler(
     types: Collection[str] = ALL_TYPES,
     stats: Counter | None = None,
     pages: PageStates | None = None,
-    held: Callable[[], int] = lambda: 0,
 ) -> AsyncIterator[Crawler]:
     """A Crawler of ``types`` over a Fetcher open for the block, both counting into ``stats`` (a new Counter
     by default: ``crawler.stats``). Its ``seen`` is a Bloom filter sized by ``settings.expected_urls`` and
-    ``settings.bloom_error_rate``. ``held``: the bytes the crawl keeps besides ``max_memory_bytes`` (a state
-    file's pages), not counted against it."""
+    ``settings.bloom_error_rate``. What ``pages`` grows by in the run is held besides ``max_memory_bytes``
+    (``PageStates.held_bytes``), not counted against it."""
     stats = Counter() if stats is None else stats
     default_matcher(settings.concept_lcs_threshold)  # built before the first fetch, not mid-crawl: 0.1 s
+    held = pages.held_bytes if pages is not None else (lambda: 0)
     async with Fetcher(settings, stats=stats, held=held) as fetcher:
         yield Crawler(
             fetcher.get,

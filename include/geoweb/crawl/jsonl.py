@@ -56,8 +56,7 @@ async def crawl_to_jsonl(
 
     written = asyncio.create_task(writer())
     try:
-        held = states.held_bytes if states is not None else lambda: 0
-        async with open_crawler(settings, types=types, pages=states, held=held) as crawler:
+        async with open_crawler(settings, types=types, pages=states) as crawler:
             report = await crawler.crawl(seeds, on_page=found)
     finally:
         pages.put_nowait(None)

@@ -33,12 +33,11 @@ class PageStatesTable(Repository):
 
     def load(self, crawl: str, urls: Iterable[str]) -> dict[str, PageState]:
         """The states ``crawl`` keeps of ``urls`` (those it has)."""
-        asked = {url_hash(url): url for url in urls}
+        asked = set(urls)
         with self._transaction() as cur:
-            cur.execute(LOAD, (list(asked), crawl))
-            return {
-                url: page_state(state) for url, state in cur.fetchall() if asked.get(url_hash(url)) == url
-            }
+            cur.execute(LOAD, ([url_hash(url) for url in asked], crawl))
+            # a row of another URL with the same key is not one asked for
+            return {url: page_state(state) for url, state in cur.fetchall() if url in asked}
 
     def save(self, crawl: str, states: Mapping[str, PageState], gone: Iterable[str] = ()) -> None:
         """Keep ``states`` for ``crawl``, and forget the URLs ``gone`` (they answered 404 or 410), in one
