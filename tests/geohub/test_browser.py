@@ -316,9 +316,7 @@ def test_the_page_counts_what_it_finds_remembers_the_search_and_keeps_a_detail_o
     browser.evaluate("new Promise(done => setTimeout(done, 600))")  # past the page's 250 ms wait after a move
     assert browser.evaluate("!document.getElementById('detail').hidden")
     assert len(searches(browser)) == sent
-    before = searches(browser)
-    browser.click("#back")  # the results follow the map that moved
-    wait_for_results(browser, before)
+    back_to_results_in_the_map_area(browser)
 
 
 def document(browser: Chromium, tmp_path: Path, name: str) -> None:
@@ -372,6 +370,14 @@ def open_hit(browser: Chromium, hit: str, shown: str, timeout: float = 30.0) -> 
 
 
 DETAIL_TITLE = "document.getElementById('detail-title').textContent"
+
+
+def back_to_results_in_the_map_area(browser: Chromium) -> None:
+    """Back from a detail that moved the map to its footprint: the results follow the map, so wait for them
+    rather than click a result of the list they replace."""
+    before = searches(browser)
+    browser.click("#back")
+    wait_for_results(browser, before)
 
 
 def test_the_provider_facet_follows_the_search_and_filters_it(browser, geohub_server):
@@ -588,11 +594,15 @@ def test_conformance_is_a_badge_a_detail_and_a_filter(browser, geohub_server):
         "[...document.querySelectorAll('#detail-fields ul.defects li')].map(li => li.textContent)"
     )
     assert defects == data.SURVEY_DEFECTS
-    browser.click("#back")
+    back_to_results_in_the_map_area(browser)
+    # the map shows the readable one's area: the conformant one is opened from its page of the first view's
+    assert data.CONFORMANT_SURVEY.title not in browser.evaluate(HIT_TITLES)
+    browser.navigate(f"{geohub_server.base_url}/geohub/?q=alpine+lake+survey&offset=20")
+    browser.wait_for(f"/^Results 21\u201325 of 25/.test({STATUS})")
     open_detail(browser, data.CONFORMANT_SURVEY.title)
     assert detail_fields(browser)["Conformance"].startswith("conformant: OWSLib reads its capabilities whole")
     assert "Defects" not in detail_fields(browser) and "OWSLib" not in detail_fields(browser)
-    browser.click("#back")
+    back_to_results_in_the_map_area(browser)
 
     # the filter: in the search, in the address, kept by a reload
     before = searches(browser)
