@@ -88,11 +88,14 @@ and carries the others over unasked (`not_due`). Every URL is read whole at leas
   without shards (all of them taken on by the level before, or none pending) skips its mapped task; the next
   `plan_level` and `finish_run` still run.
 - `finish_run` logs the per-level table (URLs, resources, discovery ratio), stores it and a PNG plot of it
-  with the run (`crawl_runs.summary`, `crawl_runs.report_png`) and marks the run `success`.
+  with the run (`crawl_runs.summary`, `crawl_runs.report_png`) and marks the run `success`. It deletes the
+  frontier rows past the seeds of the crawl's earlier runs: their reports stay, and what the next run needs
+  of a URL is in `page_states`.
 
 **Failures**: a killed worker or a retried task redoes only the pages not yet committed, and redoing a page
 writes the same rows, so nothing is duplicated. To resume a failed run, clear its failed tasks: only the
-URLs not yet done are crawled. A failed DAG run marks its `crawl_runs` row `failed`.
+URLs not yet done are crawled; once a later run of its crawl has succeeded, that run has taken over and the
+failed one's frontier is gone. A failed DAG run marks its `crawl_runs` row `failed`.
 
 **Scheduled runs and Variables**, by the rule every geoweb DAG follows (`dags/README.md`, *Runs, Variables
 and nothing to do*): `seeds` and `search_providers` left both empty take the Variables `{SEEDS_VARIABLE}` (a

@@ -5,6 +5,7 @@ the run), reads what changed, and a full recrawl reads everything again."""
 from __future__ import annotations
 
 import hashlib
+import json
 import uuid
 
 from aiohttp import web
@@ -187,3 +188,45 @@ def test_a_run_forgets_what_no_run_reached_for_four_weeks(postgis_dsn):
         harvest(store, params)
         assert store.page_states.count(name) == 1 and store.page_states.load(name, [site.url("/")])
         assert store.page_states.count("another") == 1
+
+
+def test_a_run_that_ends_deletes_the_frontier_past_the_seeds_of_its_crawls_earlier_runs(postgis_dsn):
+    """A crawl's frontier does not grow by a run's URLs each week: when a run ends, its crawl's earlier runs
+    keep only their seeds and their stored reports; another crawl's run keeps all of its rows."""
+    pages = {
+        "/": ("text/html", b'<html><body><a href="/maps.html">maps</a></body></html>'),
+        "/maps.html": ("text/html", b'<html><body><a href="/a.kml">a</a></body></html>'),
+        "/a.kml": ("application/vnd.google-earth.kml+xml", KML.format("Parks").encode()),
+    }
+
+    def rows_by_level(run_id: str) -> dict[int, int]:
+        with store.transaction() as cur:
+            cur.execute(
+                "SELECT level, count(*) FROM frontier_urls WHERE run_id = %s GROUP BY level", (run_id,)
+            )
+            return dict(cur.fetchall())
+
+    def stored_summary(run_id: str) -> dict:
+        with store.transaction() as cur:
+            cur.execute("SELECT summary FROM crawl_runs WHERE run_id = %s", (run_id,))
+            return cur.fetchone()[0]
+
+    with ValidatingServer(pages) as site, Store(postgis_dsn) as store:
+        conf = {"seeds": [site.url("/")], "allowed_hosts": [site.hostport], "max_level": 2}
+        params = HarvestParams.from_conf(conf | {"crawl": f"test-{uuid.uuid4().hex[:8]}"})
+        first_id, first = harvest(store, params)
+        other_id, _ = harvest(
+            store, HarvestParams.from_conf(conf | {"crawl": f"test-{uuid.uuid4().hex[:8]}"})
+        )
+        assert rows_by_level(first_id) == rows_by_level(other_id) == {0: 1, 1: 1, 2: 1}
+
+        second_id, second = harvest(store, params)
+        assert rows_by_level(first_id) == {0: 1}
+        assert rows_by_level(second_id) == rows_by_level(other_id) == {0: 1, 1: 1, 2: 1}
+        assert stored_summary(first_id) == json.loads(json.dumps(first))  # its report, as it ended
+        assert run_resources(store, first_id) == run_resources(store, second_id) == {"a.kml": "Parks"}
+        assert site.url("/") in store.runs.validated_seeds(first_id[:4])
+
+        harvest(store, params)
+        assert rows_by_level(first_id) == rows_by_level(second_id) == {0: 1}
+        assert stored_summary(second_id) == json.loads(json.dumps(second))

@@ -5,6 +5,7 @@ lost or duplicated."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
 import json
 import uuid
@@ -184,8 +185,10 @@ def test_redoing_every_step_changes_no_row_and_fetches_nothing(postgis_dsn, web,
 
 @pytest.fixture(scope="module")
 def interrupted(postgis_dsn, web, params):
-    """A run whose level-2 shard of host A dies after one committed batch, then is run again."""
+    """A run whose level-2 shard of host A dies after one committed batch, then is run again: the first run
+    of a crawl of its own, as the harvested one is."""
     run_id = f"interrupted-{uuid.uuid4().hex[:8]}"
+    params = dataclasses.replace(params, crawl=run_id)
     shard_a = shard_of(web.url("A").rstrip("/"), params.shards)
     before = Counter(web.requests)
     with Store(postgis_dsn) as store:

@@ -347,6 +347,10 @@ def finish_run(store: Store, run_id: str) -> dict[str, Any]:
         "recall": report.recall.summary(),
         "costs": report.costs[-1][1] if report.costs else store.runs.costs(run_id),
     }
+    rows, runs = store.frontier.prune_earlier(run_id)
+    if rows:
+        log.info("run %s: %d frontier rows of the crawl's %d earlier runs deleted (their reports are kept)",
+                 run_id, rows, runs)  # fmt: skip
     store.runs.end(run_id, RunStatus.SUCCESS, summary, report_png=png.getvalue())
     return summary
 

@@ -90,6 +90,17 @@ WHERE EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND
                         AND level = ANY(%(levels)s) AND status = %(status)s)
 """
 
+# The rows past the seeds of the crawl's runs that ended before this one (``Frontier.prune_earlier``)
+_EARLIER_RUNS_ROWS = """
+WITH earlier AS (
+    SELECT e.run_key FROM crawl_runs e JOIN crawl_runs r ON r.crawl = e.crawl
+    WHERE r.run_id = %(run_id)s AND e.run_key < r.run_key AND e.status <> %(running)s
+), gone AS (
+    DELETE FROM frontier f USING earlier WHERE f.run_key = earlier.run_key AND f.level > 0 RETURNING f.run_key
+)
+SELECT count(*), count(DISTINCT run_key) FROM gone
+"""
+
 _RUN_BEFORE = f"""
 SELECT run_id FROM crawl_runs
 WHERE run_key < {RUN_KEY} AND status <> %(running)s
@@ -352,6 +363,16 @@ class Frontier(Repository):
             for url, level, source_page, keyword, score in cur:
                 rows.add(url, level, source_page, keyword, score=score)
             return earlier, _write(cur, run_id, rows)
+
+    def prune_earlier(self, run_id: str) -> tuple[int, int]:
+        """Delete the frontier rows past the seeds of the runs of the run's crawl that ended before it; returns
+        (rows, runs). What a later run needs of them is in ``page_states`` (and ``take_deferred`` reads only the
+        latest run, kept until its next run ends); each run's report was stored when it ended. The seeds stay,
+        for ``Runs.validated_seeds``."""
+        with self._transaction() as cur:
+            cur.execute(_EARLIER_RUNS_ROWS, {"run_id": run_id, "running": RunStatus.RUNNING})
+            rows, runs = cur.fetchone()
+            return rows, runs
 
     def skip_over_budget(self, run_id: str, level: int, fraction: float, min_score: float) -> int:
         """Mark the URLs of a level the link budget does not follow 'skipped' (reason 'budget'); returns how
