@@ -60,7 +60,9 @@ providers, so every scheduled run continues the one before) share what they lear
 carries a 304, or the same bytes, over unread, with the page's links and resources; each shard's summary
 counts them (`not_modified`, `same_bytes`). With `revisit_budget`, the run asks again at most that many
 known pages, those whose revisit is worth most (read once, then likeliest to have changed by their history),
-and carries the others over unasked (`not_due`). Every URL is read whole at least once a week;
+and carries the others over unasked (`not_due`); `revisit_megabytes` bounds the same choice by the bytes of
+their last whole reads. With `time_budget_hours`, the run sends requests for that long from its start, then
+carries over the known pages it has not asked and defers the URLs new to the crawl. Every URL is read whole at least once a week;
 `full_recrawl` reads them all whole now.
 
 **Tasks**:

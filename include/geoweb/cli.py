@@ -15,7 +15,15 @@ from pathlib import Path
 from geoweb.cliparams import add_param_options
 from geoweb.errors import SettingsError, UnreadableState
 from geoweb.harvest.export import FORMATS, LAYERS
-from geoweb.harvest.params import SEARCH_PAGES, WEB_SEARCH, CatalogueParams, HarvestParams, RevisitParams
+from geoweb.harvest.params import (
+    HOUR,
+    MEGABYTE,
+    SEARCH_PAGES,
+    WEB_SEARCH,
+    CatalogueParams,
+    HarvestParams,
+    RevisitParams,
+)
 from geoweb.models import ALL_TYPES
 from geoweb.settings import Settings
 
@@ -35,7 +43,11 @@ CRAWL_PARAMS = {
     "link_budget": (),
     "link_min_score": ("--min-score",),
     "revisit_budget": (),
+    "revisit_megabytes": (),
+    "time_budget_hours": (),
 }
+# those of them that are not the crawl's settings of the same name
+NOT_SETTINGS = frozenset({"seeds", "types", "revisit_budget", "revisit_megabytes", "time_budget_hours"})
 REVISIT_PARAMS = {
     "batch_size": (),
     "types": (),
@@ -282,15 +294,18 @@ def _crawl(args) -> int:
         return 2
     # the depth is the param's default, as in a DAG run; the other settings not given come from GEOWEB_*
     overrides = {"max_level": HarvestParams.max_level}
-    for name in CRAWL_PARAMS.keys() - {"seeds", "types", "revisit_budget"}:
+    for name in CRAWL_PARAMS.keys() - NOT_SETTINGS:
         if getattr(args, name) is not None:
             overrides[name] = getattr(args, name)
+    if args.time_budget_hours is not None:
+        overrides["run_time_budget"] = args.time_budget_hours * HOUR
     if "allowed_hosts" in overrides:
         overrides["allowed_hosts"] = frozenset(h.lower() for h in overrides["allowed_hosts"])
     settings = Settings.from_env(**overrides)
     types = args.types or list(ALL_TYPES)
     # read before the output is emptied: a state file it cannot read leaves the last run's output as it was
-    states = PageStates(args.state, args.revisit_budget) if args.state else None
+    revisit_bytes = None if args.revisit_megabytes is None else round(args.revisit_megabytes * MEGABYTE)
+    states = PageStates(args.state, args.revisit_budget, revisit_bytes=revisit_bytes) if args.state else None
     out = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")  # noqa: SIM115
     try:
         report = asyncio.run(crawl_to_jsonl(seeds, settings, types, out, states))

@@ -53,6 +53,9 @@ class Settings:
     host_time_budget: float = 300.0
     host_max_failures: int = 10  # failed fetches in a row after which a host is set aside
     level_deadline: float = 1800.0  # seconds one level (one shard of it in a DAG run) may take
+    # seconds a run sends requests for, from its start: past them, the pages its crawl knows are carried over
+    # unasked and new URLs deferred (a run with catch_up takes them)
+    run_time_budget: float = 0.0
     # --- address guard ---
     # host or host:port entries that may resolve to private/loopback addresses (tests and demos)
     allowed_hosts: frozenset[str] = field(default_factory=frozenset)

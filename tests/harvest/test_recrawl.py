@@ -121,6 +121,59 @@ def test_a_revisit_budget_holds_in_the_run_after_the_first(postgis_dsn):
         assert second["costs"]["not_due"] == 4 and second["urls"] == 7
 
 
+def test_a_revisit_budget_in_megabytes_asks_the_pages_whose_last_reads_fit_in_it(postgis_dsn):
+    """The index (156 bytes) and its pages (32 bytes each) were read once: equal in worth, the index first by
+    its level. 220 bytes take the index and two pages; with a budget of two pages as well, the index and one
+    page; 0 bytes none. Each budget is the second run of a crawl of its own."""
+    pages = {
+        "/": ("text/html", b"<html><body>" + b"".join(b'<a href="/p%d.html">p</a>' % i for i in range(6)))
+    }
+    pages |= {f"/p{i}.html": ("text/html", b"<html><body>page %d</body></html>" % i) for i in range(6)}
+    assert len(pages["/"][1]) == 156 and {len(body) for path, (_, body) in pages.items() if path != "/"} == {
+        32
+    }
+    budgets = [({"revisit_megabytes": 0.00022}, 3), ({"revisit_megabytes": 0.00022, "revisit_budget": 2}, 2),
+               ({"revisit_megabytes": 0}, 0)]  # fmt: skip
+    with ValidatingServer(pages) as site, Store(postgis_dsn) as store:
+        for budget, asked in budgets:
+            conf = {"seeds": [site.url("/")], "allowed_hosts": [site.hostport], "max_level": 1, "shards": 2,
+                    "crawl": f"test-{uuid.uuid4().hex[:8]}"}  # fmt: skip
+            harvest(store, HarvestParams.from_conf(conf))
+            site.conditional.clear()
+            _, run = harvest(store, HarvestParams.from_conf(conf | budget))
+            assert len(site.conditional) == asked and all(sent for _, sent in site.conditional), budget
+            assert ("/" in dict(site.conditional)) == (asked > 0)
+            assert run["costs"]["not_due"] == 7 - asked and run["urls"] == 7
+
+
+def test_a_run_whose_time_budget_is_spent_carries_over_what_its_crawl_knows_and_defers_the_rest(postgis_dsn):
+    """Spent as the run begins, a time budget leaves every shard without a request: the pages the crawl read
+    before are carried over with their resources, and a seed new to it is deferred to the next run."""
+    pages = {
+        "/": ("text/html", b'<html><body><a href="/maps.html">maps</a></body></html>'),
+        "/maps.html": ("text/html", b'<html><body><a href="/a.kml">a</a></body></html>'),
+        "/a.kml": ("application/vnd.google-earth.kml+xml", KML.format("Parks").encode()),
+        "/new.html": ("text/html", b'<html><body><a href="/b.kml">b</a></body></html>'),
+        "/b.kml": ("application/vnd.google-earth.kml+xml", KML.format("Rivers").encode()),
+    }
+    with ValidatingServer(pages) as site, Store(postgis_dsn) as store:
+        conf = {"seeds": [site.url("/")], "allowed_hosts": [site.hostport], "max_level": 2, "shards": 2,
+                "crawl": f"test-{uuid.uuid4().hex[:8]}"}  # fmt: skip
+        harvest(store, HarvestParams.from_conf(conf))
+        conf["seeds"].append(site.url("/new.html"))
+        site.seen.clear()
+        spent_id, spent = harvest(store, HarvestParams.from_conf(conf | {"time_budget_hours": 1e-12}))
+        assert site.seen == [] and spent["costs"]["requests"] == 0
+        assert spent["costs"]["not_due"] == 3 and run_resources(store, spent_id) == {"a.kml": "Parks"}
+        with store.transaction() as cur:
+            cur.execute("SELECT url, status, error_reason FROM frontier_urls WHERE run_id = %s AND status <> %s",
+                        (spent_id, "fetched"))  # fmt: skip
+            assert cur.fetchall() == [(site.url("/new.html"), "deferred", "run_time_budget")]
+
+        next_id, _ = harvest(store, HarvestParams.from_conf(conf))
+        assert run_resources(store, next_id) == {"a.kml": "Parks", "b.kml": "Rivers"}
+
+
 def test_a_304_to_a_services_capabilities_is_a_measured_check_of_the_run(postgis_dsn):
     """A WMS whose capabilities answer 304 in the second run: that run's check row is the 304 (unchanged, its
     timing), as the first run's is the read; the quality figures count both."""

@@ -117,6 +117,11 @@ def test_deferred_pages_are_kept_with_their_reason_counted_and_their_hosts_set_a
         level_1_stats.deferred_hosts,
     ) == (2, 1, 2, 1)
     assert store.frontier.set_aside(run_id) == {other: "host_failures"}
+    # the crawl's own limits defer a URL without setting its host aside
+    crawls_own = [Page(f"{site}/b", seed, 1, deferred="memory_budget"), Page(f"{site}/c", seed, 1,
+                  deferred="run_time_budget")]  # fmt: skip
+    store.frontier.commit_pages(run_id, crawls_own, 2)
+    assert store.frontier.set_aside(run_id) == {other: "host_failures"}
     assert [
         *store.frontier.pending_urls(run_id, 1, 0),
         *store.frontier.pending_urls(run_id, 1, 1),

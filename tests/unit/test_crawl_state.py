@@ -207,6 +207,25 @@ def test_with_a_revisit_budget_the_urls_not_chosen_are_not_requested_and_their_r
     assert second["changing.kml"]["title"] == "Rivers"  # not asked, so not seen changing
 
 
+def test_once_the_time_budget_is_spent_known_pages_are_carried_over_and_new_urls_deferred(tmp_path):
+    site, state = Site(), tmp_path / "crawl.state"
+    _, _, port = run(site, state, tmp_path)
+    site.pages["/b.html"] = "<a href='/new.kml'>a file new to the crawl</a>"
+    site.kml["/new.kml"] = "Glaciers"
+    # spent as the run begins: it sends no request at all
+    second, report, _ = run(site, state, tmp_path, port, run_time_budget=1e-9)
+    assert site.requests == Counter()
+    assert {name: r["verdict"] for name, r in second.items()} == dict.fromkeys(
+        ["parks.kml", "changing.kml", "gone.kml"], "unchanged"
+    )
+    assert report.stats["unchanged/not_due"] == 8  # the pages and files the state holds
+    assert report.stats["defer/run_time_budget"] == 1  # the liar: its answers failed, so it is not known
+    assert sum(level.deferred for level in report.levels) == 1
+    # a budget that lasts: the change is read, the new file found
+    third, _, _ = run(site, state, tmp_path, port, run_time_budget=3600)
+    assert third["new.kml"]["verdict"] == "new"
+
+
 def test_geoweb_crawl_keeps_its_state_between_runs_and_says_what_it_carried_over(tmp_path):
     site, state = Site(), tmp_path / "crawl.state"
     with serving(site) as port:
@@ -234,6 +253,12 @@ def test_geoweb_crawl_keeps_its_state_between_runs_and_says_what_it_carried_over
         # one URL the state holds, and those it does not: the liar (its answers failed) and the page gone since
         assert len(set(site.requests) - {"/robots.txt", "/liar.html", "/gone.kml"}) == 1
         assert {"/liar.html", "/gone.kml"} <= set(site.requests)
+        site.requests.clear()
+        fourth, _ = geoweb_crawl("--revisit-megabytes", "0")  # no URL the state holds fits in 0 bytes
+        assert fourth == third and set(site.requests) - {"/robots.txt", "/liar.html", "/gone.kml"} == set()
+        site.requests.clear()
+        fifth, said = geoweb_crawl("--time-budget-hours", "1e-12")  # spent as it begins
+        assert fifth == third and site.requests == Counter() and "time budget of 0 s is spent" in said
 
 
 @contextmanager

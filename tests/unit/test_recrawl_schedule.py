@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import random
 import time
 
 import pytest
@@ -280,3 +281,49 @@ def test_a_resource_another_page_gave_first_is_tagged_only_when_a_later_run_keep
     held = ("https://example.org/wms", "WMS")
     kept, _ = asyncio.run(later.record([resource_from_record(second)], 0, None, untagged={held}))
     assert kept and kept[0].datasets[0].concepts == first["dataset_list"][0]["concepts"]
+
+
+def test_a_budget_in_bytes_takes_the_urls_in_order_while_their_last_reads_fit():
+    now = 11 * DAY
+    pages = {f"https://example.org/{i}": watched(visits=3, changes=i) for i in range(4)}  # worth most: /3
+    for i, page in enumerate(pages.values()):
+        page.read_at, page.size = now, 100 * (i + 1)
+    order = sorted(pages, key=lambda url: pagestates.revisit_key(url, pages[url], now))
+    assert order == [f"https://example.org/{i}" for i in (3, 2, 1, 0)]
+
+    def due(budget: int | None, budget_bytes: int | None) -> list[str]:
+        cutoff = pagestates.revisit_cutoff(pages.items(), now, budget, budget_bytes)
+        return [u for u in order if cutoff is None or pagestates.revisit_key(u, pages[u], now) <= cutoff]
+
+    assert due(None, 400) == order[:1] and due(None, 699) == order[:1] and due(None, 700) == order[:2]
+    assert due(None, 1000) == due(None, 10**9) == order and due(None, 399) == due(None, 0) == []
+    assert due(1, 10**9) == order[:1] and due(3, 700) == order[:2]  # both bounds hold
+    assert due(2, None) == order[:2] and due(0, None) == []
+
+
+def test_the_cutoff_drawn_in_one_pass_is_the_sorted_prefix_that_fits():
+    rng = random.Random(7)
+    now = 40 * DAY
+    for _ in range(50):
+        pages = [
+            (
+                f"https://example.org/{i}",
+                watched(rng.randint(0, 5), 0, rng.uniform(DAY, 39 * DAY), rng.randint(0, 3)),
+            )
+            for i in range(rng.randint(0, 60))
+        ]
+        for _, page in pages:
+            page.changes, page.read_at, page.size = rng.randint(0, page.visits), now, rng.randint(0, 5000)
+        budget = rng.choice([None, rng.randint(0, 70)])
+        budget_bytes = (
+            rng.choice([None, rng.randint(0, 200_000)]) if budget is not None else rng.randint(0, 200_000)
+        )
+        ranked = sorted((pagestates.revisit_key(url, page, now), page.size) for url, page in pages)
+        taken, spent = 0, 0
+        while taken < len(ranked) and (budget is None or taken < budget):
+            if budget_bytes is not None and spent + ranked[taken][1] > budget_bytes:
+                break
+            spent += ranked[taken][1]
+            taken += 1
+        expected = None if taken == len(ranked) else ranked[taken - 1][0] if taken else pagestates.NONE_DUE
+        assert pagestates.revisit_cutoff(pages, now, budget, budget_bytes) == expected

@@ -117,8 +117,12 @@ class Crawler:
         stats: Counter | None = None,
         scorer: LinkScorer | None = None,
         pages: PageStates | None = None,
+        started_at: float | None = None,
     ):
         self.settings = settings
+        # the run sends no request from then on (``asking``); its start is now unless a DAG run's is given
+        budget = settings.run_time_budget
+        self.requests_until = (time.time() if started_at is None else started_at) + budget if budget else None
         self.stats = stats if stats is not None else Counter()
         self.types = frozenset(types)
         self.detectors = [d for d in detectors if self.types.intersection(d.types)]
@@ -138,6 +142,20 @@ class Crawler:
         self.ctx = DetectContext(
             fetch=fetch, settings=settings, types=self.types, first_time=seen.add, stats=self.stats
         )
+
+    def asking(self) -> bool:
+        """Whether the run still sends requests: its time budget (``run_time_budget``) is not spent."""
+        if self.requests_until is None or time.time() < self.requests_until:
+            return True
+        if not self.stats["run/time_budget_spent"]:
+            self.stats["run/time_budget_spent"] = 1
+            log.warning("the run's time budget of %.0f s is spent: the pages the crawl knows are carried over "
+                        "unasked, new URLs deferred", self.settings.run_time_budget)  # fmt: skip
+        return False
+
+    def carries(self, url: str) -> bool:
+        """Whether the crawl can carry ``url`` over unasked: an earlier run read it."""
+        return self.pages is not None and self.pages.get(url) is not None
 
     def admit(self, url: str, level: int | None = None, source: str | None = None) -> str | None:
         """The normalised URL if it passes the filters, was never seen in this run and fits the host budget.
@@ -242,9 +260,10 @@ class Crawler:
     ) -> tuple[int, list[Resource], list[Link]]:
         """Fetch one URL, detect resources in it, and (for HTML pages) collect its new links; returns the
         response's status with them. A page earlier runs read, unchanged since (``pages``), is carried over
-        unread; so is one the revisit budget leaves out, without a request."""
+        unread; so is one the revisit budget leaves out, or any once the run's time budget is spent, without a
+        request."""
         known = self.pages.get(url) if self.pages is not None else None
-        if known is not None and not self.pages.due(url):
+        if known is not None and (not self.asking() or not self.pages.due(url)):
             self.stats[f"unchanged/{Unchanged.NOT_DUE}"] += 1
             self.stats["unchanged/bytes_saved"] += known.size
             return 304, *await self.carried_over(known, url, source, level, follow)
@@ -582,6 +601,8 @@ class LevelRun:
 
     async def fetch_page(self, host: str, level: int, link: Link) -> None:
         page = Page(link.url, link.source, level)
+        if not self.crawler.asking() and not self.crawler.carries(link.url):
+            return self.defer(page, DeferReason.RUN_TIME_BUDGET)
         stats = self.stats_of(level)
         # a fetch still running at the level's deadline ends there: the host is set aside
         timer = asyncio.timeout_at(self.deadline(level))

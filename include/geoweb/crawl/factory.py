@@ -24,11 +24,13 @@ async def open_crawler(
     types: Collection[str] = ALL_TYPES,
     stats: Counter | None = None,
     pages: PageStates | None = None,
+    started_at: float | None = None,
 ) -> AsyncIterator[Crawler]:
     """A Crawler of ``types`` over a Fetcher open for the block, both counting into ``stats`` (a new Counter
     by default: ``crawler.stats``). Its ``seen`` is a Bloom filter sized by ``settings.expected_urls`` and
     ``settings.bloom_error_rate``. What ``pages`` grows by in the run is held besides ``max_memory_bytes``
-    (``PageStates.held_bytes``), not counted against it."""
+    (``PageStates.held_bytes``), not counted against it. ``started_at``: the run's start, which its time
+    budget counts from (default: now)."""
     stats = Counter() if stats is None else stats
     default_matcher(settings.concept_lcs_threshold)  # built before the first fetch, not mid-crawl: 0.1 s
     held = pages.held_bytes if pages is not None else (lambda: 0)
@@ -41,4 +43,5 @@ async def open_crawler(
             types=types,
             stats=stats,
             pages=pages,
+            started_at=started_at,
         )

@@ -13,9 +13,10 @@ unchanged body costs a download, not a parse: the signature decides. Last-Modifi
 back. An ETag that stays while the body changes is caught by reading every URL whole at least once per
 ``FULL_READ_SECONDS``.
 
-A run may revisit only some of the URLs it knows (``PageStates.revisit_budget``): ``revisits`` chooses them by
-the freshness a revisit adds, from each URL's estimated change rate and the time since its last visit; the
-others are carried over unasked. New URLs are always fetched.
+A run may revisit only some of the URLs it knows (``PageStates.revisit_budget`` URLs, or ``revisit_bytes`` of
+their last whole reads): ``revisits`` chooses them by the freshness a revisit adds, from each URL's estimated
+change rate and the time since its last visit; the others are carried over unasked. New URLs are always
+fetched.
 """
 
 from __future__ import annotations
@@ -184,14 +185,48 @@ def revisits(pages: Mapping[str, PageState], now: float, budget: int) -> set[str
     return {url for url, _ in ranked}
 
 
-def revisit_cutoff(pages: Iterable[tuple[str, PageState]], now: float, budget: int) -> RevisitKey | None:
-    """The ``revisit_key`` of the last of the ``budget`` URLs a run revisits, of ``pages`` streamed (a crawl's
-    kept states); None when they are no more than the budget. A URL is due when its key is at most this."""
-    if budget <= 0:
-        return (-sys.float_info.max, -1, -sys.float_info.max, "")  # before every key: none is due
-    budgeted = ((url, state) for url, state in pages if not due_anyway(state, now))
-    ranked = heapq.nsmallest(budget + 1, (revisit_key(url, state, now) for url, state in budgeted))
-    return ranked[budget - 1] if len(ranked) > budget else None
+NONE_DUE: RevisitKey = (-sys.float_info.max, -1, -sys.float_info.max, "")  # before every key
+
+
+def revisit_cutoff(
+    pages: Iterable[tuple[str, PageState]], now: float, budget: int | None, budget_bytes: int | None = None
+) -> RevisitKey | None:
+    """The ``revisit_key`` of the last URL a run revisits, of ``pages`` streamed (a crawl's kept states): the
+    URLs are taken in key order while they are at most ``budget`` and their last whole reads
+    (``PageState.size``) add up to at most ``budget_bytes``; None when every one fits. A URL is due when its
+    key is at most this."""
+    chosen: list[_Chosen] = []  # the URLs within the budget so far, the last key on top
+    spent, dropped = 0, None  # dropped: the first key left out, and so every key after it
+    for url, state in pages:
+        if due_anyway(state, now):
+            continue
+        key = revisit_key(url, state, now)
+        if dropped is not None and key >= dropped:
+            continue
+        heapq.heappush(chosen, _Chosen(key, state.size))
+        spent += state.size
+        while (budget is not None and len(chosen) > budget) or (
+            budget_bytes is not None and spent > budget_bytes
+        ):
+            last = heapq.heappop(chosen)
+            spent -= last.size
+            dropped = last.key if dropped is None else min(dropped, last.key)
+    if dropped is None:
+        return None
+    return chosen[0].key if chosen else NONE_DUE
+
+
+class _Chosen:
+    """A URL within a revisit budget, ordered so that the top of a heapq heap is the last key: the one to
+    drop when the budget is exceeded."""
+
+    __slots__ = ("key", "size")
+
+    def __init__(self, key: RevisitKey, size: int):
+        self.key, self.size = key, size
+
+    def __lt__(self, other: _Chosen) -> bool:
+        return self.key > other.key
 
 
 def _validator_date(value: str | None, now: float) -> str | None:
@@ -211,9 +246,11 @@ class PageStates:
         path: Path | None = None,
         revisit_budget: int | None = None,
         cutoff: tuple[float, RevisitKey | None] | None = None,
+        revisit_bytes: int | None = None,
     ):
         self.path = path
         self.revisit_budget = revisit_budget  # known URLs a run requests; None: all of them
+        self.revisit_bytes = revisit_bytes  # the sum of their last whole reads' sizes at most; None: any
         # (when it was drawn, the key of the last URL revisited): drawn from the budget at the first URL asked
         # about, or given (a crawl DAG run draws it once for all its shards)
         self.cutoff = cutoff
@@ -279,10 +316,10 @@ class PageStates:
             return False
         if due_anyway(state, time.time()):
             return True
-        if self.cutoff is None and self.revisit_budget is not None:
+        if self.cutoff is None and (self.revisit_budget is not None or self.revisit_bytes is not None):
             now = time.time()
             held = ((u, self.pages[u]) for u in self.known if u in self.pages)
-            self.cutoff = (now, revisit_cutoff(held, now, self.revisit_budget))
+            self.cutoff = (now, revisit_cutoff(held, now, self.revisit_budget, self.revisit_bytes))
         if self.cutoff is None or self.cutoff[1] is None:
             return True
         drawn_at, last = self.cutoff

@@ -56,13 +56,15 @@ def start_run(store: Store, run_id: str, params: HarvestParams) -> int:
 
 def _draw_revisit_cutoff(store: Store, run_id: str, params: HarvestParams) -> None:
     """With a revisit budget, the known pages the run asks again, drawn once for all its shards."""
-    if params.revisit_budget is None or params.full_recrawl:
+    budget, budget_bytes = params.revisit_budget, params.revisit_bytes()
+    if (budget is None and budget_bytes is None) or params.full_recrawl:
         store.runs.set_revisit_cutoff(run_id, None)
         return
     now = time.time()
-    last = store.page_states.revisit_cutoff(params.crawl_name(), params.revisit_budget, now)
+    last = store.page_states.revisit_cutoff(params.crawl_name(), budget, now, budget_bytes)
     store.runs.set_revisit_cutoff(run_id, (now, last))
-    log.info("run %s: revisit budget %d of the pages crawl %s keeps: %s", run_id, params.revisit_budget,
+    log.info("run %s: revisit budget of %s pages and %s bytes of the pages crawl %s keeps: %s", run_id,
+             "any" if budget is None else budget, "any" if budget_bytes is None else budget_bytes,
              params.crawl_name(), "all of them" if last is None else "those up to the cutoff")  # fmt: skip
 
 
@@ -222,6 +224,7 @@ class ShardRun:
     def __init__(self, store: Store, run_id: str, level: int, shard: int, params: HarvestParams):
         self.store, self.run_id, self.level, self.shard, self.params = store, run_id, level, shard, params
         self.started = time.monotonic()
+        self.run_started_at = store.runs.started_at(run_id)  # the run's time budget counts from it
         self.crawl = params.crawl_name()
         # what the crawl's earlier runs kept of the URLs read and not yet committed, and which it asks again
         self.states = PageStates(cutoff=store.runs.revisit_cutoff(run_id))
@@ -305,7 +308,9 @@ async def _crawl(run: ShardRun, budget_used: dict[str, int]) -> tuple[list[Level
     """The engine over the shard's URLs, carrying over what the run's states show unchanged; every page goes
     to the run's buffer, flushed at the end. ``budget_used``: the frontier's page counts of the shard's
     origins, which it owns for the run, so their page budgets go on."""
-    async with open_crawler(run.params.settings(), types=run.params.types, pages=run.states) as crawler:
+    async with open_crawler(
+        run.params.settings(), types=run.params.types, pages=run.states, started_at=run.run_started_at
+    ) as crawler:
 
         def seen(links: Iterable[tuple[int, Link]]) -> Iterator[tuple[int, Link]]:
             # the crawler's Bloom filter is an in-process pre-filter of repeated links; the frontier's keys are

@@ -24,6 +24,8 @@ ALLOWED_HOSTS_VARIABLE = "geoweb_allowed_hosts"  # hosts on private addresses ev
 POLICIES_VARIABLE = "geoweb_url_policies"  # URL-pattern policies, a JSON list (docs/revisits.md)
 CATALOGUES_VARIABLE = "geoweb_csw_catalogues"  # CSW endpoints to harvest besides those found, a JSON list
 ARCHIVES_VARIABLE = "geoweb_archives"  # the archive adapters of scheduled runs, a JSON list
+HOUR = 3600.0  # params in hours (a run's time budget, revisit intervals), settings in seconds
+MEGABYTE = 1_000_000  # params in megabytes, settings in bytes
 
 MAX_LEVEL = 5  # the DAG has one task pair per level up to here
 MAX_SHARDS = 256  # a level's map length; well under Airflow's max_map_length (1024)
@@ -273,6 +275,26 @@ class HarvestParams:
         type="integer",
         minimum=0,
     )
+    revisit_megabytes: float | None = param(
+        None,
+        "Megabytes (10^6 bytes) the known pages this run asks again may weigh at most, each counted at its last "
+        "whole read, taken in the order revisit_budget takes them; with both, the run keeps within both. A 304 "
+        "reads no body, so the bytes read stay well under this. Empty (the default): no limit in bytes.",
+        section=POLITENESS,
+        optional=True,
+        type="number",
+        minimum=0,
+    )
+    time_budget_hours: float | None = param(
+        None,
+        "Hours the run sends requests for, from its start: past them it asks nothing more, carries over "
+        "unasked the pages its crawl knows (with their links and resources) and defers the URLs new to it "
+        "(reason run_time_budget; a run with catch_up takes them). Empty (the default): no limit.",
+        section=POLITENESS,
+        optional=True,
+        type="number",
+        exclusiveMinimum=0,
+    )
     link_budget: float = param(
         _DEFAULTS.link_budget,
         "Share of each level's links followed, best topical score first (links are scored by anchor text and "
@@ -307,6 +329,10 @@ class HarvestParams:
         """The JSON form (stored with the run)."""
         return to_conf(self)
 
+    def revisit_bytes(self) -> int | None:
+        """``revisit_megabytes`` in bytes."""
+        return None if self.revisit_megabytes is None else round(self.revisit_megabytes * MEGABYTE)
+
     def crawl_name(self) -> str:
         """The crawl this run continues: ``crawl``, else one named after the seeds and search providers."""
         if self.crawl:
@@ -334,6 +360,7 @@ class HarvestParams:
             link_min_score=_DEFAULTS.link_min_score if self.link_min_score is None else self.link_min_score,
             url_policies=self.url_policies or base.url_policies,
             obey_robots=True,
+            run_time_budget=0.0 if self.time_budget_hours is None else self.time_budget_hours * HOUR,
         )
 
 
@@ -461,7 +488,6 @@ class ArchiveParams:
         return to_conf(self)
 
 
-HOUR = 3600.0  # the revisit params are in hours, the settings in seconds
 MAX_BATCH = 10_000
 MAX_HOURS = 24 * 366
 SCHEDULE = "Revisit schedule"

@@ -39,6 +39,12 @@ class DeferReason(StrEnum):
     HOST_TIME_BUDGET = "host_time_budget"  # the level waited on its host too long
     HOST_FAILURES = "host_failures"  # its host failed too many times in a row
     MEMORY_BUDGET = "memory_budget"  # its answer did not fit in the crawl's memory bound
+    RUN_TIME_BUDGET = "run_time_budget"  # new to the crawl when the run's time budget was spent
+
+    @classmethod
+    def of_hosts(cls) -> tuple[DeferReason, ...]:
+        """The reasons that set a URL's host aside for the run; the others are the crawl's own limits."""
+        return cls.LEVEL_DEADLINE, cls.HOST_TIME_BUDGET, cls.HOST_FAILURES
 
 
 class Link(NamedTuple):

@@ -405,12 +405,14 @@ class Frontier(Repository):
         return {o: counts.get(o, 0) for o in origins}
 
     def set_aside(self, run_id: str) -> dict[str, str]:
-        """The origins a crawl of the run set aside, with the reason of each (a later shard defers them too)."""
+        """The origins a crawl of the run set aside, with the reason of each (a later shard defers them too); a
+        URL deferred for the crawl's own limits (``DeferReason.of_hosts``) sets no host aside."""
         with self._transaction() as cur:
             cur.execute(
                 "SELECT DISTINCT ON (geoweb_origin(url)) geoweb_origin(url), error_reason FROM frontier "
-                f"WHERE run_key = {RUN_KEY} AND status = %(status)s ORDER BY geoweb_origin(url), updated_at",
-                {"run_id": run_id, "status": URLStatus.DEFERRED},
+                f"WHERE run_key = {RUN_KEY} AND status = %(status)s AND error_reason = ANY(%(reasons)s) "
+                "ORDER BY geoweb_origin(url), updated_at",
+                {"run_id": run_id, "status": URLStatus.DEFERRED, "reasons": list(DeferReason.of_hosts())},
             )
             return dict(cur.fetchall())
 

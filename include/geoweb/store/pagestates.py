@@ -52,9 +52,12 @@ class PageStatesTable(Repository):
                     [(crawl, url_hash(url), url) for url in sorted(gone)],
                 )
 
-    def revisit_cutoff(self, crawl: str, budget: int, now: float) -> RevisitKey | None:
-        """The revisit key of the last of the ``budget`` URLs ``crawl`` keeps that a run asks again
-        (``pagestates.revisit_cutoff``), its states streamed with what the order needs and nothing more."""
+    def revisit_cutoff(
+        self, crawl: str, budget: int | None, now: float, budget_bytes: int | None = None
+    ) -> RevisitKey | None:
+        """The revisit key of the last URL ``crawl`` keeps that a run asks again, within ``budget`` URLs and
+        ``budget_bytes`` (``pagestates.revisit_cutoff``), its states streamed with what the order needs and
+        nothing more."""
         # each value cast in SQL, so that the driver converts it in C rather than decoding a JSON value of each
         fields = {
             "visits": "bigint",
@@ -65,6 +68,7 @@ class PageStatesTable(Repository):
             "read_at": "float8",
             "gone_runs": "bigint",
             "readers": "text",
+            "size": "bigint",
         }
         columns = ", ".join(f"(state->>'{name}')::{sql_type}" for name, sql_type in fields.items())
         with self.conn, self.conn.cursor(name="revisit_cutoff") as cur:
@@ -74,7 +78,7 @@ class PageStatesTable(Repository):
                 (url, page_state({k: v for k, v in zip(fields, values, strict=True) if v is not None}))
                 for url, *values in cur
             )
-            return revisit_cutoff(kept, now, budget)
+            return revisit_cutoff(kept, now, budget, budget_bytes)
 
     def forget_unreached(self, crawl: str, seconds: float) -> int:
         """Forget the URLs of ``crawl`` no run has reached for ``seconds`` (``pagestates.UNREACHED_SECONDS``):

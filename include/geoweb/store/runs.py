@@ -89,6 +89,14 @@ class Runs(Repository):
                 (None if cutoff is None else json_text(cutoff, f"run {run_id} revisit cutoff"), run_id),
             )
 
+    def started_at(self, run_id: str) -> float:
+        """When the run began (a resumed run keeps it), as a Unix time: its time budget counts from it."""
+        with self._transaction() as cur:
+            cur.execute(
+                "SELECT extract(epoch FROM started_at)::float8 FROM crawl_runs WHERE run_id = %s", (run_id,)
+            )
+            return cur.fetchone()[0]
+
     def revisit_cutoff(self, run_id: str) -> tuple[float, RevisitKey | None] | None:
         """The run's revisit cutoff, or None (every known page is asked)."""
         with self._transaction() as cur:
