@@ -12,6 +12,7 @@ import logging
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -50,6 +51,7 @@ class Site:
         }
         self.kml = {"/parks.kml": "Parks", "/changing.kml": "Rivers", "/gone.kml": "Lakes"}
         self.served = 0
+        self.dripping: set[str] = set()  # tarpits: a byte every half second for a minute
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         path = request.path
@@ -58,6 +60,16 @@ class Site:
         self.conditional[path] = {
             k: v for k, v in request.headers.items() if k in ("If-None-Match", "If-Modified-Since")
         }
+        if path in self.dripping:
+            response = web.StreamResponse(headers={"Content-Type": "text/html"})
+            await response.prepare(request)
+            try:
+                for _ in range(120):
+                    await response.write(b" ")
+                    await asyncio.sleep(0.5)
+            except ConnectionResetError:  # the crawler let go
+                pass
+            return response
         if path == "/liar.html":  # 304 to a request that sent no validator
             return web.Response(status=304)
         if path in self.kml:
@@ -224,6 +236,28 @@ def test_once_the_time_budget_is_spent_known_pages_are_carried_over_and_new_urls
     # a budget that lasts: the change is read, the new file found
     third, _, _ = run(site, state, tmp_path, port, run_time_budget=3600)
     assert third["new.kml"]["verdict"] == "new"
+
+
+def test_a_fetch_under_way_when_the_time_budget_is_spent_ends_there(tmp_path):
+    """Tarpits do not hold a run past its time budget: a known page still dripping is carried over as the run
+    before read it, a new one deferred."""
+    site, state = Site(), tmp_path / "crawl.state"
+    _, _, port = run(site, state, tmp_path)
+    site.pages["/"] += " <a href='/new.html'>n</a>"
+    site.pages["/new.html"] = "<p>new to the crawl</p>"
+    site.dripping = {"/b.html", "/new.html"}
+    started = time.monotonic()
+    # slots for every page of a level: none waits behind the tarpits
+    second, report, _ = run(site, state, tmp_path, port, run_time_budget=3, per_host_concurrency=8)
+    assert time.monotonic() - started < 10  # not the minute the tarpits drip for
+    assert site.requests["/b.html"] == site.requests["/new.html"] == 1
+    assert report.stats["defer/run_time_budget"] == 1  # new.html
+    # b.html, carried over when the budget ended its fetch, and the KML files of the level below, which wait
+    # for the host's fetches above them to end
+    assert report.stats["unchanged/not_due"] == 4
+    assert {name: r["verdict"] for name, r in second.items()} == dict.fromkeys(
+        ["parks.kml", "changing.kml", "gone.kml"], "unchanged"
+    )
 
 
 def test_geoweb_crawl_keeps_its_state_between_runs_and_says_what_it_carried_over(tmp_path):

@@ -120,9 +120,11 @@ class Crawler:
         started_at: float | None = None,
     ):
         self.settings = settings
-        # the run sends no request from then on (``asking``); its start is now unless a DAG run's is given
-        budget = settings.run_time_budget
-        self.requests_until = (time.time() if started_at is None else started_at) + budget if budget else None
+        # the run sends no request from then on (``asking``), on the monotonic clock of the level deadlines and
+        # the event loop's timeouts; its start is now unless a DAG run's is given
+        budget, now = settings.run_time_budget, time.time()
+        started = now if started_at is None else started_at
+        self.requests_until = time.monotonic() + started + budget - now if budget else None
         self.stats = stats if stats is not None else Counter()
         self.types = frozenset(types)
         self.detectors = [d for d in detectors if self.types.intersection(d.types)]
@@ -145,7 +147,7 @@ class Crawler:
 
     def asking(self) -> bool:
         """Whether the run still sends requests: its time budget (``run_time_budget``) is not spent."""
-        if self.requests_until is None or time.time() < self.requests_until:
+        if self.requests_until is None or time.monotonic() < self.requests_until:
             return True
         if not self.stats["run/time_budget_spent"]:
             self.stats["run/time_budget_spent"] = 1
@@ -604,8 +606,11 @@ class LevelRun:
         if not self.crawler.asking() and not self.crawler.carries(link.url):
             return self.defer(page, DeferReason.RUN_TIME_BUDGET)
         stats = self.stats_of(level)
-        # a fetch still running at the level's deadline ends there: the host is set aside
-        timer = asyncio.timeout_at(self.deadline(level))
+        follow = level < self.settings.max_level
+        # a fetch still running at the level's deadline ends there, and its host is set aside; one running when
+        # the run's time budget is spent ends there too
+        ends = [end for end in (self.deadline(level), self.crawler.requests_until) if end is not None]
+        timer = asyncio.timeout_at(min(ends, default=None))
         self.waiting_for_slot += 1
         try:
             async with timer:
@@ -615,15 +620,23 @@ class LevelRun:
                     self.waiting_for_slot -= 1
                 try:
                     status, page.resources, page.links = await self.crawler.process(
-                        link.url, link.source, level, level < self.settings.max_level
+                        link.url, link.source, level, follow
                     )
                 finally:
                     self.in_flight.release()
         except TimeoutError:
             if not timer.expired():
                 raise
-            self.crawler.set_aside.setdefault(host, DeferReason.LEVEL_DEADLINE)
-            return self.defer(page, DeferReason.LEVEL_DEADLINE)
+            if self.crawler.asking():
+                self.crawler.set_aside.setdefault(host, DeferReason.LEVEL_DEADLINE)
+                return self.defer(page, DeferReason.LEVEL_DEADLINE)
+            if not self.crawler.carries(link.url):
+                return self.defer(page, DeferReason.RUN_TIME_BUDGET)
+            # a known page still being asked when the run's time ran out: carried over, as if not asked
+            status, page.resources, page.links = await self.crawler.process(
+                link.url, link.source, level, follow
+            )
+            self.answered(host, stats, page, status)
         except RobotsDisallowed as exc:
             self.crawler.stats["skip/robots_disallowed"] += 1  # never requested: neither fetched nor failed
             page.error = exc
@@ -636,9 +649,13 @@ class LevelRun:
             self.crawler.stats[f"fail/{exc.reason}"] += 1
             page.error = exc
         else:
-            # a host answering 5xx or 429 (after the fetcher's retries) is failing too: a tarpit
-            self.failed_in_row[host] = self.failed_in_row[host] + 1 if status == 429 or status >= 500 else 0
-            stats.urls += 1
-            stats.resources += len(page.resources)
-            self.next_links += len(page.links)
+            self.answered(host, stats, page, status)
         self.done(page)
+
+    def answered(self, host: str, stats: LevelStats, page: Page, status: int) -> None:
+        """Count a page its host answered (or the crawl carried over)."""
+        # a host answering 5xx or 429 (after the fetcher's retries) is failing too: a tarpit
+        self.failed_in_row[host] = self.failed_in_row[host] + 1 if status == 429 or status >= 500 else 0
+        stats.urls += 1
+        stats.resources += len(page.resources)
+        self.next_links += len(page.links)
