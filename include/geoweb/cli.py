@@ -16,13 +16,13 @@ from geoweb.cliparams import add_param_options
 from geoweb.errors import SettingsError, UnreadableState
 from geoweb.harvest.export import FORMATS, LAYERS
 from geoweb.harvest.params import (
-    HOUR,
-    MEGABYTE,
     SEARCH_PAGES,
     WEB_SEARCH,
     CatalogueParams,
     HarvestParams,
     RevisitParams,
+    budget_bytes,
+    budget_seconds,
 )
 from geoweb.models import ALL_TYPES
 from geoweb.settings import Settings
@@ -298,13 +298,13 @@ def _crawl(args) -> int:
         if getattr(args, name) is not None:
             overrides[name] = getattr(args, name)
     if args.time_budget_hours is not None:
-        overrides["run_time_budget"] = args.time_budget_hours * HOUR
+        overrides["run_time_budget"] = budget_seconds(args.time_budget_hours)
     if "allowed_hosts" in overrides:
         overrides["allowed_hosts"] = frozenset(h.lower() for h in overrides["allowed_hosts"])
     settings = Settings.from_env(**overrides)
     types = args.types or list(ALL_TYPES)
     # read before the output is emptied: a state file it cannot read leaves the last run's output as it was
-    revisit_bytes = None if args.revisit_megabytes is None else round(args.revisit_megabytes * MEGABYTE)
+    revisit_bytes = budget_bytes(args.revisit_megabytes)
     states = PageStates(args.state, args.revisit_budget, revisit_bytes=revisit_bytes) if args.state else None
     out = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")  # noqa: SIM115
     try:

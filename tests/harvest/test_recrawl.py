@@ -103,14 +103,19 @@ def test_a_second_run_of_a_crawl_asks_with_its_validators_and_carries_over_what_
         assert [sent for _, sent in site.conditional] == [None] * 4
 
 
+def index_and_six_pages() -> dict[str, tuple[str, bytes]]:
+    """An index (156 bytes) linking six pages (32 bytes each)."""
+    pages = {
+        "/": ("text/html", b"<html><body>" + b"".join(b'<a href="/p%d.html">p</a>' % i for i in range(6)))
+    }
+    return pages | {f"/p{i}.html": ("text/html", b"<html><body>page %d</body></html>" % i) for i in range(6)}
+
+
 def test_a_revisit_budget_holds_in_the_run_after_the_first(postgis_dsn):
     """After one run every page was read once, so their revisits are worth the same (the most, and the
     largest float) and the cutoff's key ties on it: the key kept in the database must still compare as drawn,
     so that the run asks the budget's pages and carries over the others."""
-    pages = {
-        "/": ("text/html", b"<html><body>" + b"".join(b'<a href="/p%d.html">p</a>' % i for i in range(6)))
-    }
-    pages |= {f"/p{i}.html": ("text/html", b"<html><body>page %d</body></html>" % i) for i in range(6)}
+    pages = index_and_six_pages()
     with ValidatingServer(pages) as site, Store(postgis_dsn) as store:
         conf = {"seeds": [site.url("/")], "allowed_hosts": [site.hostport], "max_level": 1, "shards": 2,
                 "crawl": f"test-{uuid.uuid4().hex[:8]}"}  # fmt: skip
@@ -125,10 +130,7 @@ def test_a_revisit_budget_in_megabytes_asks_the_pages_whose_last_reads_fit_in_it
     """The index (156 bytes) and its pages (32 bytes each) were read once: equal in worth, the index first by
     its level. 220 bytes take the index and two pages; with a budget of two pages as well, the index and one
     page; 0 bytes none. Each budget is the second run of a crawl of its own."""
-    pages = {
-        "/": ("text/html", b"<html><body>" + b"".join(b'<a href="/p%d.html">p</a>' % i for i in range(6)))
-    }
-    pages |= {f"/p{i}.html": ("text/html", b"<html><body>page %d</body></html>" % i) for i in range(6)}
+    pages = index_and_six_pages()
     assert len(pages["/"][1]) == 156 and {len(body) for path, (_, body) in pages.items() if path != "/"} == {
         32
     }

@@ -27,6 +27,17 @@ ARCHIVES_VARIABLE = "geoweb_archives"  # the archive adapters of scheduled runs,
 HOUR = 3600.0  # params in hours (a run's time budget, revisit intervals), settings in seconds
 MEGABYTE = 1_000_000  # params in megabytes, settings in bytes
 
+
+def budget_bytes(megabytes: float | None) -> int | None:
+    """A budget in megabytes, a param's unit, in bytes, the crawl's; None (no budget) stays None."""
+    return None if megabytes is None else round(megabytes * MEGABYTE)
+
+
+def budget_seconds(hours: float | None) -> float:
+    """A time budget in hours, a param's unit, in seconds, as a setting takes it: 0 for none."""
+    return 0.0 if hours is None else hours * HOUR
+
+
 MAX_LEVEL = 5  # the DAG has one task pair per level up to here
 MAX_SHARDS = 256  # a level's map length; well under Airflow's max_map_length (1024)
 MAX_SEEDS = 10_000  # the most seeds one crawl run takes
@@ -331,7 +342,7 @@ class HarvestParams:
 
     def revisit_bytes(self) -> int | None:
         """``revisit_megabytes`` in bytes."""
-        return None if self.revisit_megabytes is None else round(self.revisit_megabytes * MEGABYTE)
+        return budget_bytes(self.revisit_megabytes)
 
     def crawl_name(self) -> str:
         """The crawl this run continues: ``crawl``, else one named after the seeds and search providers."""
@@ -360,7 +371,7 @@ class HarvestParams:
             link_min_score=_DEFAULTS.link_min_score if self.link_min_score is None else self.link_min_score,
             url_policies=self.url_policies or base.url_policies,
             obey_robots=True,
-            run_time_budget=0.0 if self.time_budget_hours is None else self.time_budget_hours * HOUR,
+            run_time_budget=budget_seconds(self.time_budget_hours),
         )
 
 
