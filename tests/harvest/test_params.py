@@ -63,6 +63,22 @@ def test_settings_carry_scope_and_politeness_and_always_obey_robots():
         ({"seeds": [SEED], "shards": True}, "param shards: True is not of type 'integer'"),
         ({"seeds": [SEED], "per_host_delay": float("nan")}, "param per_host_delay"),
         (
+            {"seeds": [SEED], "revisit_megabytes": -1},
+            "param revisit_megabytes: -1 is less than the minimum of 0",
+        ),
+        (
+            {"seeds": [SEED], "revisit_megabytes": 1e308},
+            "param revisit_megabytes: 1e+308 is greater than the",
+        ),
+        (
+            {"seeds": [SEED], "time_budget_hours": 0},
+            "param time_budget_hours: 0 is less than or equal to the",
+        ),
+        (
+            {"seeds": [SEED], "time_budget_hours": 1e308},
+            "param time_budget_hours: 1e+308 is greater than the",
+        ),
+        (
             {"seeds": [SEED], "max_levels": 2},
             "unknown param(s) max_levels; known: seeds, allowed_hosts, max_level",
         ),

@@ -90,6 +90,12 @@ def test_options_not_given_leave_the_params_defaults():
         (["crawl", "--delay", "-1"], "argument --per-host-delay/--delay: a number in "
          f"[0, {Settings().max_crawl_delay:g}] is needed, not '-1'"),
         (["crawl", "--concurrency", "0"], "argument --concurrency: an integer in [1, 512] is needed, not '0'"),
+        (["crawl", "--revisit-megabytes", "inf"], "argument --revisit-megabytes: a number in [0, 1000000000] "
+         "is needed, not 'inf'"),
+        (["crawl", "--time-budget-hours", "0"], "argument --time-budget-hours: a number in (0, 8784] is needed, "
+         "not '0'"),
+        (["crawl", "--time-budget-hours", "nan"], "argument --time-budget-hours: a number in (0, 8784] is "
+         "needed, not 'nan'"),
         (["revisit", "--batch-size", "0"], "argument --batch-size: an integer in [1, 10000] is needed, not '0'"),
         (["revisit", "--min-interval-hours", "0"], "argument --min-interval-hours: a number in (0, 8784] is "
          "needed, not '0'"),

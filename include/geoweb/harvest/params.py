@@ -26,6 +26,8 @@ CATALOGUES_VARIABLE = "geoweb_csw_catalogues"  # CSW endpoints to harvest beside
 ARCHIVES_VARIABLE = "geoweb_archives"  # the archive adapters of scheduled runs, a JSON list
 HOUR = 3600.0  # params in hours (a run's time budget, revisit intervals), settings in seconds
 MEGABYTE = 1_000_000  # params in megabytes, settings in bytes
+MAX_HOURS = 24 * 366  # a year and a day: the longest interval or time budget a param takes
+MAX_MEGABYTES = 10**9  # a petabyte: the largest byte budget a param takes
 
 
 def budget_bytes(megabytes: float | None) -> int | None:
@@ -295,6 +297,7 @@ class HarvestParams:
         optional=True,
         type="number",
         minimum=0,
+        maximum=MAX_MEGABYTES,
     )
     time_budget_hours: float | None = param(
         None,
@@ -305,6 +308,7 @@ class HarvestParams:
         optional=True,
         type="number",
         exclusiveMinimum=0,
+        maximum=MAX_HOURS,
     )
     link_budget: float = param(
         _DEFAULTS.link_budget,
@@ -500,7 +504,6 @@ class ArchiveParams:
 
 
 MAX_BATCH = 10_000
-MAX_HOURS = 24 * 366
 SCHEDULE = "Revisit schedule"
 
 
