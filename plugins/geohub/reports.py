@@ -33,6 +33,7 @@ from geoweb.geohub.reports import (
     revisit_run_report,
 )
 from geoweb.harvest.params import CRAWL_RUN_PREFIX
+from geoweb.models import DeferReason
 
 CRAWL_DAG, CATALOGUE_DAG, ARCHIVE_DAG, REVISIT_DAG = (
     "geoweb_crawl",
@@ -174,6 +175,11 @@ def render(report: RunReport, geohub: str) -> str:
     )
 
 
+def _defer_message(reason: str) -> str:
+    """A deferral's reason as the frontier words it; a reason this version does not know, as it is."""
+    return DeferReason(reason).message if reason in DeferReason.__members__.values() else reason
+
+
 def _crawl_figures(crawl: CrawlRunReport | None, geohub: str) -> dict[str, Any] | None:
     """What the page shows of a finished crawl beyond its report: its levels and totals as its stored summary
     gives them (``CrawlReport.from_summary``), links, resources per type, most first; None before its figures
@@ -187,6 +193,9 @@ def _crawl_figures(crawl: CrawlRunReport | None, geohub: str) -> dict[str, Any] 
         "levels": stored.levels,
         "total": totals,
         "costs": summary.get("costs"),
+        "deferred": [
+            (_defer_message(reason), n) for reason, n in summary.get("deferred_by_reason", {}).items()
+        ],
         "by_type": sorted(totals.by_type, key=lambda item: (-item[1], item[0])),
         "search": f"{geohub}/?" + urlencode({"run": crawl.run_id, "in_view": "false"}),
         "plot": f"{geohub}/runs/plot.png?" + urlencode({"run": crawl.run_id}) if crawl.has_plot else None,

@@ -1,6 +1,7 @@
 """The Airflow UI as a user drives it, in headless Chromium: log in, open a DAG's trigger form, read what the
 form shows (labels with their required marks, sections with their error marks, whether Trigger can be
-pressed), fill fields as a user types, press Trigger, and open a run's GeoWeb report tab."""
+pressed), open its sections, fill fields as a user types, press Trigger, and open a run's GeoWeb report
+tab."""
 
 from __future__ import annotations
 
@@ -74,6 +75,17 @@ class AirflowUI:
             open_sections=[title for title, _, expanded in sections if expanded],
             can_trigger=self.browser.evaluate(f"!!{SUBMIT} && !{SUBMIT}.disabled"),
         )
+
+    def open_section(self, title: str) -> None:
+        """Expands one of the form's collapsed sections, as a user clicks its title."""
+        trigger = (
+            f"[...{DIALOG}.querySelectorAll('[data-part=item-trigger]')]"
+            f".find(t => t.textContent.trim() === {json.dumps(title)})"
+        )
+        self.browser.wait_for(f"!!{trigger}")
+        if self.browser.evaluate(f"{trigger}.getAttribute('aria-expanded')") != "true":
+            self.browser.mouse_click(trigger)
+        self.browser.wait_for(f"{trigger}.getAttribute('aria-expanded') === 'true'")
 
     def fill(self, param: str, text: str) -> None:
         """Types into a param's text or number field (one item per line for a list), over what it held."""

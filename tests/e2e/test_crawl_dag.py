@@ -1,9 +1,10 @@
 """geoweb_crawl end to end on the real stack: triggered from the Airflow UI's form in headless Chromium with
 only what the form says is needed, run by two Celery workers, loaded into PostGIS, and checked against the
-test web's ground truth and through the run's GeoWeb report tab; then a worker killed in the middle of a
-crawl, and the same crawl run again (over the REST API).
+test web's ground truth and through the run's GeoWeb report tab; then a crawl's later runs triggered from
+the form with a revisit budget in megabytes and a time budget, a worker killed in the middle of a crawl, and
+the same crawl run again (over the REST API).
 
-Three runs in all: about 3 minutes, most of it the killed task waiting out its heartbeat timeout and its
+Six runs in all: about 4 minutes, most of it the killed task waiting out its heartbeat timeout and its
 retry delay.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import urlsplit
@@ -18,6 +20,7 @@ from urllib.parse import urlsplit
 import psycopg2
 import pytest
 
+from geoweb.harvest.params import POLITENESS
 from stack import supervisor, workers
 from stack.airflow import JWT_SECRET_FILE, MAIN_DAG
 from stack.airflow_api import AirflowClient, admin_password
@@ -236,6 +239,51 @@ def test_the_report_tab_shows_the_levels_the_plot_and_links_into_geohub(stack, u
 # Past the seeds' level, shards run on through the MapServer endpoints, probed with many requests: they last
 # longest. (A shard at level 0 may end before it is caught.)
 LONG_TASKS = tuple(f"crawl_level_{level}" for level in range(1, 6))
+
+
+def test_the_forms_budgets_carry_what_the_crawl_knows_and_defer_what_is_new(stack, testweb, ui):
+    """A crawl's later runs triggered from the form with its budgets: with revisit_megabytes 0 the second run
+    asks again no page the first read (each carried over, not due) and reads the one seed new to the crawl;
+    with a time budget spent before its first crawl task, the third sends no request and defers its new seed,
+    and its report tab says why. Both confirm every resource the first run found."""
+    stack.unpause(MAIN_DAG)
+    name = f"form-budgets-{uuid.uuid4().hex[:8]}"
+    first = crawl(stack, crawl_conf(testweb) | {"crawl": name})
+    assert first.state == "success" and first.found
+    ((summary,),) = query("SELECT summary FROM crawl_runs WHERE run_id = %s", first.run_id)
+    read = summary["costs"]["new_pages"]  # every page the crawl keeps
+
+    def triggered(new_seed: str, budget: str, value: str) -> tuple[str, dict]:
+        ui.open_trigger_form(MAIN_DAG)
+        ui.fill("seeds", "\n".join([*testweb["seeds"], new_seed]))
+        ui.fill("allowed_hosts", "127.0.0.1")
+        ui.fill("crawl", name)
+        ui.open_section(POLITENESS)
+        ui.fill(budget, value)
+        run_id = ui.trigger()
+        assert stack.wait(MAIN_DAG, run_id, RUN_TIMEOUT) == "success"
+        ((conf, summary),) = query("SELECT params, summary FROM crawl_runs WHERE run_id = %s", run_id)
+        assert conf["crawl"] == name and conf[budget] == float(value)
+        assert set(loaded(run_id).found) == set(first.found)
+        return run_id, summary["costs"]
+
+    _, costs = triggered(testweb["seeds"][0] + "?from=form", "revisit_megabytes", "0")
+    assert costs["not_due"] == read and costs["new_pages"] == 1, costs
+    assert costs["not_modified"] == costs["same_bytes"] == costs["changed_pages"] == 0, costs
+
+    new_seed = testweb["seeds"][1] + "?from=form"
+    run_id, costs = triggered(new_seed, "time_budget_hours", "0.0001")
+    assert costs["requests"] == costs["new_pages"] == 0 and costs["not_due"] == read, costs
+    # the URLs the crawl keeps no page of: the new seed, and any robots.txt kept it from reading
+    deferred = query(
+        "SELECT url FROM frontier_urls WHERE run_id = %s AND status = 'deferred' AND error_reason = %s",
+        run_id, "run_time_budget",
+    )  # fmt: skip
+    assert (new_seed,) in deferred
+    ui.open_report(MAIN_DAG, run_id)
+    spent = "not fetched: new to the crawl when the run's time budget was spent"
+    assert ui.report_table("deferred") == [[spent, str(len(deferred))]]
+    assert ui.report_table("costs")[0][0] == "0"
 
 
 def _long_crawl_task(client: AirflowClient, run_id: str) -> tuple[str, dict] | None:

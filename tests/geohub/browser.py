@@ -120,6 +120,16 @@ class Chromium:
     def click(self, selector: str) -> None:
         self.evaluate(f"document.querySelector({json.dumps(selector)}).click()")
 
+    def mouse_click(self, element: str) -> None:
+        """Clicks the middle of the element ``element`` evaluates to with the mouse, for widgets that listen to
+        pointer events rather than ``click()``."""
+        self.evaluate(f"{element}.scrollIntoView({{block: 'center'}})")
+        x, y = self.evaluate(
+            f"(r => [r.x + r.width / 2, r.y + r.height / 2])({element}.getBoundingClientRect())"
+        )
+        for kind in ("mousePressed", "mouseReleased"):
+            self.send("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
+
     def type_text(self, selector: str, text: str) -> None:
         """Focuses the element, selects what it holds and types over it (deletes it for ""), as a user would."""
         self.evaluate(f"(e => {{ e.focus(); e.select(); }})(document.querySelector({json.dumps(selector)}))")

@@ -11,6 +11,7 @@ import uuid
 from aiohttp import web
 
 from geoweb.crawl.pagestates import UNREACHED_SECONDS, PageState
+from geoweb.harvest.crawl import crawl_shard, finish_run, plan_level, start_run
 from geoweb.harvest.params import HarvestParams
 from geoweb.store import Store
 from tests.data import corpus
@@ -103,6 +104,63 @@ def test_a_second_run_of_a_crawl_asks_with_its_validators_and_carries_over_what_
         assert [sent for _, sent in site.conditional] == [None] * 4
 
 
+def test_pages_carried_over_unasked_are_carried_in_sql_to_the_frontier_a_read_gives(postgis_dsn):
+    """Two hosts' pages, each URL linked first from one page (others link back up). With a revisit budget of
+    0, the second run carries every page over unasked: those without resources in SQL, from the links the
+    crawl kept as admitted, the KML through the engine. Its frontier (levels, shards, sources, scores) is
+    the first run's, its level figures and resources too, and no page is requested."""
+    with PagesServer({}) as a, PagesServer({}) as b:
+
+        def page(*links: str) -> tuple[str, bytes]:
+            return "text/html", ("<html><body>" + "".join(f'<a href="{u}">{u}</a>' for u in links)).encode()
+
+        a.pages.update({
+            "/": page("/a1", "/a2", b.url("/b1")), "/a1": page("/a11", "/a12", "/"), "/a2": page("/a21", "/a1"),
+            "/a11": page("/a111"), "/a12": page("/a.kml"), "/a21": page(), "/a111": page("/"),
+            "/a.kml": ("application/vnd.google-earth.kml+xml", KML.format("Parks").encode()),
+        })  # fmt: skip
+        b.pages.update({
+            "/b1": page("/b11", "/b12", a.url("/")), "/b11": page("/b111", a.url("/a1")), "/b12": page(),
+            "/b111": page(),
+        })  # fmt: skip
+        conf = {"seeds": [a.url("/")], "allowed_hosts": [a.hostport, b.hostport], "max_level": 3, "shards": 4,
+                "crawl": f"test-{uuid.uuid4().hex[:8]}"}  # fmt: skip
+        with Store(postgis_dsn) as store:
+            first_id, first, _ = harvest_counting(store, HarvestParams.from_conf(conf))
+            first_frontier = frontier(store, first_id)  # the next run to end deletes it
+            a.seen.clear(), b.seen.clear()
+            second_id, second, carried = harvest_counting(
+                store, HarvestParams.from_conf(conf | {"revisit_budget": 0})
+            )
+            assert carried == 11 and first["urls"] == second["urls"] == 12
+            assert [p for p in a.seen + b.seen if p != "/robots.txt"] == []
+            assert frontier(store, second_id) == first_frontier
+            assert [(s["level"], s["urls"]) for s in second["levels"]] == [
+                (s["level"], s["urls"]) for s in first["levels"]
+            ]
+            assert second["costs"]["not_due"] == 12 and second["costs"]["requests"] == 0
+            assert run_resources(store, second_id) == run_resources(store, first_id) == {"a.kml": "Parks"}
+
+
+def harvest_counting(store: Store, params: HarvestParams) -> tuple[str, dict, int]:
+    """``harvest``, with the pages its crawl tasks carried over in SQL."""
+    run_id, carried = f"carry-{uuid.uuid4().hex[:8]}", 0
+    start_run(store, run_id, params)
+    for level in range(params.max_level + 1):
+        for shard in plan_level(store, run_id, level, params):
+            carried += crawl_shard(store, run_id, level, shard, params).get("carried_in_sql", 0)
+    return run_id, finish_run(store, run_id), carried
+
+
+def frontier(store: Store, run_id: str) -> set[tuple]:
+    with store.transaction() as cur:
+        cur.execute(
+            "SELECT url, level, shard, source_page, score, status, keyword FROM frontier_urls WHERE run_id = %s",
+            (run_id,),
+        )
+        return set(cur.fetchall())
+
+
 def index_and_six_pages() -> dict[str, tuple[str, bytes]]:
     """An index (156 bytes) linking six pages (32 bytes each)."""
     pages = {
@@ -168,9 +226,11 @@ def test_a_run_whose_time_budget_is_spent_carries_over_what_its_crawl_knows_and_
         assert site.seen == [] and spent["costs"]["requests"] == 0
         assert spent["costs"]["not_due"] == 3 and run_resources(store, spent_id) == {"a.kml": "Parks"}
         with store.transaction() as cur:
-            cur.execute("SELECT url, status, error_reason FROM frontier_urls WHERE run_id = %s AND status <> %s",
-                        (spent_id, "fetched"))  # fmt: skip
-            assert cur.fetchall() == [(site.url("/new.html"), "deferred", "run_time_budget")]
+            cur.execute("SELECT url, status, error_reason, error_message FROM frontier_urls "
+                        "WHERE run_id = %s AND status <> %s", (spent_id, "fetched"))  # fmt: skip
+            assert cur.fetchall() == [(site.url("/new.html"), "deferred", "run_time_budget",
+                                       "not fetched: new to the crawl when the run's time budget was spent")]  # fmt: skip
+        assert spent["deferred_by_reason"] == {"run_time_budget": 1}
 
         next_id, _ = harvest(store, HarvestParams.from_conf(conf))
         assert run_resources(store, next_id) == {"a.kml": "Parks", "b.kml": "Rivers"}

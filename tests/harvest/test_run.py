@@ -250,5 +250,6 @@ def test_seeds_are_normalised_once_and_a_dropped_seed_is_logged(postgis_dsn, cap
     assert frontier(postgis_dsn, run_id) == {"http://example.org/maps": (0, "discovered", None)}
     recall = summary.pop("recall")
     assert set(summary.pop("costs").values()) == {0}  # no task ran
-    assert summary == {"levels": [], "urls": 0, "resources": 0, "deferred": 0, "resources_by_type": {}}
+    assert summary == {"levels": [], "urls": 0, "resources": 0, "deferred": 0, "resources_by_type": {},
+                       "deferred_by_reason": {}}  # fmt: skip
     assert (recall["resources"], recall["links"], set(recall["scored"])) == (0, 1, {1.0})

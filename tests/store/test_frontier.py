@@ -54,6 +54,15 @@ def test_the_keys_and_origins_python_computes_are_the_databases(store):
     assert len({url_hash(url) for url in KEY_URLS}) == len(KEY_URLS)
 
 
+def test_the_shards_python_computes_are_the_databases(store):
+    """``shard_of`` and the schema's ``geoweb_crc32`` agree, so links carried over in SQL join their origin's
+    shard (``Frontier.carry_over``)."""
+    origins = [origin(url) for url in KEY_URLS] + ORIGINS[:50] + [""]
+    assert rows(store, "SELECT geoweb_crc32(o) %% 8 FROM unnest(%s::text[]) AS o", origins) == [
+        (shard_of(o, 8),) for o in origins
+    ]
+
+
 def test_add_urls_counts_only_new_urls_and_keeps_the_first_level(store, run_id, site):
     links = [(f"{site}/a", None, "rivers"), (f"{site}/b", None, None), (f"{site}/a", None, "lakes")]
     assert store.frontier.add_urls(run_id, 0, links, shards=4) == 2

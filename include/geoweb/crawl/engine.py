@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection, Container, Iterable, Iterator
 from datetime import UTC, datetime
 
 from geoweb.crawl.collector import survivors_frozen
-from geoweb.crawl.pagestates import PageState, PageStates, Unchanged, Verdict
+from geoweb.crawl.pagestates import PageState, PageStates, Unchanged, Verdict, admission
 from geoweb.crawl.report import CrawlReport
 from geoweb.detect.base import DetectContext, Detector
 from geoweb.detect.ogc import fetch_proof, proved_by
@@ -129,6 +129,7 @@ class Crawler:
         self.types = frozenset(types)
         self.detectors = [d for d in detectors if self.types.intersection(d.types)]
         self.filters = URLFilters.from_settings(settings, self.stats)
+        self.admission = admission(settings.max_url_length, settings.url_policies)
         self.budget = HostBudget(settings.max_pages_per_host)
         self.seen = seen
         self.found: dict[
@@ -159,21 +160,28 @@ class Crawler:
         """Whether the crawl can carry ``url`` over unasked: an earlier run read it."""
         return self.pages is not None and self.pages.get(url) is not None
 
+    def carries_unasked(self, url: str) -> bool:
+        """Whether the run carries ``url`` over without asking: an earlier run read it, and the revisit budget
+        leaves it out or the run's time budget is spent."""
+        return self.carries(url) and (not self.asking() or not self.pages.due(url))
+
     def admit(self, url: str, level: int | None = None, source: str | None = None) -> str | None:
-        """The normalised URL if it passes the filters, was never seen in this run and fits the host budget.
-        A URL seen before, linked from ``source`` at ``level``, goes to ``relinked``."""
+        """The normalised URL if it passes the filters and is ``new_to_run``."""
         url = self.filters(url)
-        if url is None:
-            return None
+        return url if url is not None and self.new_to_run(url, level, source) else None
+
+    def new_to_run(self, url: str, level: int | None, source: str | None) -> bool:
+        """Whether a normalised URL was never seen in this run and fits the host budget. A URL seen before,
+        linked from ``source`` at ``level``, goes to ``relinked``."""
         if not self.seen.add(url):
             self.stats["dedup/filtered"] += 1
             if self.relinked is not None and level is not None:
                 self.relinked(url, level, source)
-            return None
+            return False
         if self.budget(url) is None:
             self.stats[f"filter/{self.budget.name}"] += 1
-            return None
-        return url
+            return False
+        return True
 
     async def crawl(self, seeds: Iterable[str], on_page: PageSink | None = None) -> CrawlReport:
         """Crawl from ``seeds`` to ``max_level``. Without a link budget, levels are accounting, not barriers:
@@ -265,7 +273,7 @@ class Crawler:
         unread; so is one the revisit budget leaves out, or any once the run's time budget is spent, without a
         request."""
         known = self.pages.get(url) if self.pages is not None else None
-        if known is not None and (not self.asking() or not self.pages.due(url)):
+        if known is not None and self.carries_unasked(url):
             self.stats[f"unchanged/{Unchanged.NOT_DUE}"] += 1
             self.stats["unchanged/bytes_saved"] += known.size
             return 304, *await self.carried_over(known, url, source, level, follow)
@@ -333,12 +341,26 @@ class Crawler:
         return kept, self.scored(known.links, url, level) if follow else []
 
     def scored(self, extracted: Iterable[tuple[str, str]], url: str, level: int) -> list[Link]:
-        """The next level's links of a page, from its (link, anchor text) pairs: admitted and scored."""
-        links = []
+        """The next level's links of a page, from its (link, anchor text) pairs: those new to the run, scored.
+        When the states keep admitted links, every link the filters pass is scored and kept with the page's
+        state (``PageStates.admitted``)."""
+        keep = self.pages is not None and self.pages.keep_admitted
+        links, admitted = [], []
         for link, anchor in extracted:
-            admitted = self.admit(link, level + 1, url)
-            if admitted:
-                links.append(Link(admitted, url, self.scorer.score(admitted, anchor, level + 1)))
+            normal = self.filters(link)
+            if normal is None:
+                continue
+            score = self.scorer.score(normal, anchor, level + 1) if keep else None
+            if keep:
+                admitted.append((normal, score))
+            if self.new_to_run(normal, level + 1, url):
+                links.append(
+                    Link(
+                        normal, url, self.scorer.score(normal, anchor, level + 1) if score is None else score
+                    )
+                )
+        if keep:
+            self.pages.admitted(url, level, self.admission, admitted)
         return links
 
     async def record(

@@ -49,6 +49,16 @@ GONE_RUNS = 2
 UNREACHED_SECONDS = 4 * FULL_READ_SECONDS
 
 
+def _code_digest(*packages) -> str:
+    """A digest of the packages' code and data files."""
+    digest = hashlib.sha256()
+    for package in packages:
+        root = Path(package.__file__).parent
+        for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".txt", ".json", ".ttl")):
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def _readers_digest() -> str:
     """A digest of the code that turns a page into resources (detectors, concept tagging, the records), so
     that what an earlier version read is read again, not carried over, once that code changes."""
@@ -56,15 +66,18 @@ def _readers_digest() -> str:
     import geoweb.models
     import geoweb.semantic
 
-    digest = hashlib.sha256()
-    for package in (geoweb.detect, geoweb.models, geoweb.semantic):
-        root = Path(package.__file__).parent
-        for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".txt", ".json", ".ttl")):
-            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:16]
+    return _code_digest(geoweb.detect, geoweb.models, geoweb.semantic)
+
+
+def _links_digest() -> str:
+    """A digest of the code that admits and scores links, part of ``admission``."""
+    import geoweb.links
+
+    return _code_digest(geoweb.links)
 
 
 READERS = _readers_digest()
+LINKS_CODE = _links_digest()
 # 2: each distinct link URL once, in the file's table "urls", a page's links as one list alternating a URL's
 # index and the anchor text (anchor texts seldom repeat); 1 (still read): its links as (url, text) pairs
 STATE_VERSION = 2
@@ -105,6 +118,10 @@ class PageState:
     size: int = 0  # bytes of its last whole read: what carrying it over unread saves
     gone_runs: int = 0  # runs in a row it answered 404 or 410
     readers: str = READERS  # the code that read it: a page another version read is read again
+    # its links as the crawl admitted them, kept by a crawl DAG's states (``PageStates.keep_admitted``) so that a
+    # run can carry the page over in SQL: {"level": the page's level, "by": ``admission``, "links": [[url,
+    # score], ...]}, normalised and filtered, each scored one level below the page; None when not kept
+    admitted: dict | None = None
 
     def conditions(self, now: float) -> dict[str, str]:
         """The conditional headers of the next request; none once it is due for a whole read, or when other
@@ -156,6 +173,13 @@ class PageState:
         elapsed = rate * max(0.0, now - self.visited_at)
         changed = self.change_probability(now)
         return (changed - elapsed * (1 - changed)) / rate
+
+
+def admission(max_url_length: int, url_policies: object) -> str:
+    """What a page's admitted links depend on besides the page (``PageState.admitted``): the code that
+    admits and scores links, and the settings of the URL filters."""
+    settings = json.dumps([LINKS_CODE, max_url_length, url_policies], sort_keys=True, default=str)
+    return hashlib.sha256(settings.encode()).hexdigest()[:16]
 
 
 def change_rate(visits: int, changes: float, seconds_between_visits: float) -> float:
@@ -247,8 +271,10 @@ class PageStates:
         revisit_budget: int | None = None,
         cutoff: tuple[float, RevisitKey | None] | None = None,
         revisit_bytes: int | None = None,
+        keep_admitted: bool = False,
     ):
         self.path = path
+        self.keep_admitted = keep_admitted  # keep each page's admitted links (``PageState.admitted``)
         self.revisit_budget = revisit_budget  # known URLs a run requests; None: all of them
         self.revisit_bytes = revisit_bytes  # the sum of their last whole reads' sizes at most; None: any
         # (when it was drawn, the key of the last URL revisited): drawn from the budget at the first URL asked
@@ -256,6 +282,7 @@ class PageStates:
         self.cutoff = cutoff
         self.pages: dict[str, PageState] = {}
         self.visited: set[str] = set()  # URLs this run fetched or carried over
+        self.readmitted: set[str] = set()  # URLs carried over unasked whose admitted links were kept anew
         self.gone_pages: set[str] = set()  # answered 404 or 410 in GONE_RUNS runs in a row: to forget
         self.dropped: dict[str, list[dict]] = {}  # the resources of the pages that answered 404 or 410
         if path is not None and path.exists():
@@ -381,18 +408,30 @@ class PageStates:
         self.visited.add(url)
         return verdict
 
+    def admitted(self, url: str, level: int, by: str, links: list[tuple[str, float]]) -> None:
+        """Keep the links the crawl admitted from a page at ``level`` under the admission ``by``, when the
+        states keep them; a page carried over unasked is then kept again too (``settle``), once."""
+        state = self.pages.get(url)
+        if not self.keep_admitted or state is None:
+            return
+        admitted = {"level": level, "by": by, "links": [list(link) for link in links]}
+        if state.admitted != admitted:
+            state.admitted = admitted
+            self.readmitted.add(url)
+
     def settle(self, urls: Iterable[str]) -> tuple[dict[str, PageState], list[str]]:
         """Take the states of pages done with out of memory (a shard of a crawl DAG run, as it commits its
-        pages): those this run read or carried over, to keep, and the URLs that answered 404 or 410, to
-        forget."""
+        pages): those this run read or carried over, or whose admitted links it kept anew, to keep, and the
+        URLs that answered 404 or 410, to forget."""
         kept, gone = {}, []
         for url in urls:
             state = self.pages.pop(url, None)
             if url in self.gone_pages:
                 gone.append(url)
-            elif state is not None and url in self.visited:
+            elif state is not None and (url in self.visited or url in self.readmitted):
                 kept[url] = state
             self.visited.discard(url)
+            self.readmitted.discard(url)
             self.gone_pages.discard(url)
         return kept, gone
 

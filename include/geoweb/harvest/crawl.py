@@ -23,6 +23,7 @@ from geoweb.connectors import ConnectorError, load_connector
 from geoweb.connectors.candidates import Portal
 from geoweb.connectors.search.base import SearchProvider
 from geoweb.crawl import CrawlReport
+from geoweb.crawl.engine import Crawler
 from geoweb.crawl.factory import open_crawler
 from geoweb.crawl.pagestates import UNREACHED_SECONDS, PageStates, Unchanged, Verdict
 from geoweb.harvest.pagebuffer import PageBuffer
@@ -181,6 +182,7 @@ def crawl_shard(store: Store, run_id: str, level: int, shard: int, params: Harve
             levels, stats = asyncio.run(_crawl(run, store.frontier.origin_counts(run_id, shard, origins)))
     finally:
         store.frontier.release_shards()
+    levels = run.counted(levels, stats)
     for level_stats in levels:
         store.runs.save_level_stats(run_id, level_stats.level, shard, level_stats)
     costs = task_costs(stats)
@@ -195,6 +197,7 @@ def crawl_shard(store: Store, run_id: str, level: int, shard: int, params: Harve
         **costs,
         "adopted_shards": sorted(run.adopted),
         "committed": run.buffer.committed,
+        "carried_in_sql": run.carried.total(),
         "commit_seconds": round(run.commit_seconds, 2),
         "seconds": round(time.monotonic() - run.started, 1),
     }
@@ -227,7 +230,10 @@ class ShardRun:
         self.run_started_at = store.runs.started_at(run_id)  # the run's time budget counts from it
         self.crawl = params.crawl_name()
         # what the crawl's earlier runs kept of the URLs read and not yet committed, and which it asks again
-        self.states = PageStates(cutoff=store.runs.revisit_cutoff(run_id))
+        self.states = PageStates(cutoff=store.runs.revisit_cutoff(run_id), keep_admitted=True)
+        self.crawler: Crawler | None = None  # the engine, once open: whether it asks a known page
+        self.carried: Counter[int] = Counter()  # pages carried over in SQL, per level
+        self.carried_bytes = 0  # their last whole reads
         self.keyword_of: dict[str, str | None] = {}  # the search keyword of each page read, for its links
         self.handed: set[str] = set()  # URLs given to the engine: a deeper URL is given once
         self.adopted: list[int] = []  # other shards whose next level this task crawls, held by its connection
@@ -279,16 +285,61 @@ class ShardRun:
     def read(
         self, rows: Iterable[tuple[int, str, str | None, str | None, float]]
     ) -> Iterator[tuple[int, Link]]:
-        """(level, link) of frontier rows, the kept states of their URLs read STATES_READ at a time."""
+        """(level, link) of frontier rows, the kept states of their URLs read STATES_READ at a time; the pages
+        the run carries over unasked with what they gave are carried over in SQL (``carry``), not given."""
         rows = iter(rows)
         while batch := list(itertools.islice(rows, STATES_READ)):
             if not self.params.full_recrawl:
                 self.states.pages.update(self.store.page_states.load(self.crawl, (row[1] for row in batch)))
+            carried = [row for row in batch if self.carried_in_sql(row[0], row[1])]
+            if carried:
+                self.carry(carried)
             for level, url, source, keyword, score in batch:
+                if url in self.handed:
+                    continue
                 if keyword is not None:
                     self.keyword_of[url] = keyword
                 self.handed.add(url)
                 yield level, Link(url, source, score)
+
+    def carried_in_sql(self, level: int, url: str) -> bool:
+        """Whether a page is carried over unasked without the engine: the crawl kept its state, with no
+        resource (recorded by the engine alone), and the engine would not ask it; past ``max_level`` its links
+        are not followed, above it they were kept as admitted at this level, under this run's admission."""
+        state = self.states.get(url)
+        if state is None or state.resources or self.crawler is None or not self.crawler.carries_unasked(url):
+            return False
+        if level >= self.params.max_level:
+            return True
+        admitted = state.admitted
+        return (
+            admitted is not None and admitted["level"] == level and admitted["by"] == self.crawler.admission
+        )
+
+    def carry(self, rows: list[tuple[int, str, str | None, str | None, float]]) -> None:
+        """Carry pages over in SQL (``Frontier.carry_over``), counted as the engine counts those it carries
+        over unasked; their states leave memory unchanged."""
+        begun = time.monotonic()
+        followed = [
+            (url, level, keyword) for level, url, _, keyword, _ in rows if level < self.params.max_level
+        ]
+        self.store.frontier.carry_over(
+            self.run_id, self.crawl, [row[1] for row in rows], followed, self.params.shards
+        )
+        for level, url, *_ in rows:
+            self.carried[level] += 1
+            self.carried_bytes += self.states.pages.pop(url).size
+            self.handed.add(url)
+        self.commit_seconds += time.monotonic() - begun
+
+    def counted(self, levels: list[LevelStats], stats: Counter) -> list[LevelStats]:
+        """The engine's figures with the pages carried over in SQL."""
+        by_level = {s.level: s for s in levels}
+        for level, pages in self.carried.items():
+            by_level.setdefault(level, LevelStats(level)).urls += pages
+        stats[f"unchanged/{Unchanged.NOT_DUE}"] += self.carried.total()
+        stats["unchanged/bytes_saved"] += self.carried_bytes
+        return [by_level[level] for level in sorted(by_level)]
 
     def commit(self, pages: list[Page]) -> None:
         # commits block the event loop for a moment, every batch: simpler than a writer thread, and cheap
@@ -311,6 +362,7 @@ async def _crawl(run: ShardRun, budget_used: dict[str, int]) -> tuple[list[Level
     async with open_crawler(
         run.params.settings(), types=run.params.types, pages=run.states, started_at=run.run_started_at
     ) as crawler:
+        run.crawler = crawler
 
         def seen(links: Iterable[tuple[int, Link]]) -> Iterator[tuple[int, Link]]:
             # the crawler's Bloom filter is an in-process pre-filter of repeated links; the frontier's keys are
@@ -351,6 +403,7 @@ def finish_run(store: Store, run_id: str) -> dict[str, Any]:
         **report.summary(),
         "recall": report.recall.summary(),
         "costs": report.costs[-1][1] if report.costs else store.runs.costs(run_id),
+        "deferred_by_reason": store.frontier.deferred_by_reason(run_id),
     }
     rows, runs = store.frontier.prune_earlier(run_id)
     if rows:

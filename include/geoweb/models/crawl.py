@@ -28,7 +28,7 @@ class URLStatus(StrEnum):
     FETCHED = "fetched"
     ERROR = "error"  # the fetch failed, or the database refused what it found
     SKIPPED = "skipped"  # refused by robots.txt, or not followed under the link budget
-    DEFERRED = "deferred"  # not fetched: its host was set aside for the run
+    DEFERRED = "deferred"  # not fetched in this run, for a ``DeferReason``
 
 
 class DeferReason(StrEnum):
@@ -41,10 +41,24 @@ class DeferReason(StrEnum):
     MEMORY_BUDGET = "memory_budget"  # its answer did not fit in the crawl's memory bound
     RUN_TIME_BUDGET = "run_time_budget"  # new to the crawl when the run's time budget was spent
 
+    @property
+    def message(self) -> str:
+        """Why the URL was not fetched, as its frontier row and the run's report say it."""
+        return _DEFER_MESSAGES[self]
+
     @classmethod
     def of_hosts(cls) -> tuple[DeferReason, ...]:
         """The reasons that set a URL's host aside for the run; the others are the crawl's own limits."""
         return cls.LEVEL_DEADLINE, cls.HOST_TIME_BUDGET, cls.HOST_FAILURES
+
+
+_DEFER_MESSAGES = {
+    DeferReason.LEVEL_DEADLINE: "not fetched: its host was set aside, its level having run past its deadline",
+    DeferReason.HOST_TIME_BUDGET: "not fetched: its host was set aside, the level having waited on it too long",
+    DeferReason.HOST_FAILURES: "not fetched: its host was set aside, having failed too many times in a row",
+    DeferReason.MEMORY_BUDGET: "not read: the answer did not fit in the memory bound",
+    DeferReason.RUN_TIME_BUDGET: "not fetched: new to the crawl when the run's time budget was spent",
+}
 
 
 class Link(NamedTuple):
@@ -85,7 +99,7 @@ class LevelStats:
     resources: int = 0
     failures: int = 0
     seconds: float = 0.0
-    deferred: int = 0  # URLs not fetched: their host was set aside (time or failure budget, level deadline)
+    deferred: int = 0  # URLs not fetched, for a DeferReason
     deferred_hosts: int = 0
 
     @property

@@ -137,6 +137,54 @@ FROM lowered WHERE f.ctid = lowered.row_id
 """
 SHALLOWER_VALUES = "(%s::bigint, %s::int, %s::bigint, %s::text, %s::double precision)"
 
+# Pages a shard carries over unasked (``Frontier.carry_over``): their rows fetched, each looked up on its own
+# (``PLANNED_KEY``) and locked in key order like every write
+_CARRIED = f"""
+UPDATE frontier f SET status = '{URLStatus.FETCHED}', updated_at = now()
+FROM unnest(%(hashes)s::bigint[]) AS asked(url_hash) CROSS JOIN LATERAL (
+    SELECT ctid AS row_id FROM frontier
+    WHERE run_key = {RUN_KEY} AND geoweb_url_hash(url) = asked.url_hash AND status = '{URLStatus.DISCOVERED}'
+    OFFSET 0 FOR UPDATE
+) carried
+WHERE f.ctid = carried.row_id
+"""
+# Their links one level down, as the crawl admitted them when it last read or carried each page
+# (``PageState.admitted``), with the page's search keyword: a URL new to the run is added in its origin's shard
+# (``shard_of``, computed once per origin), and one still to fetch at a deeper level is given this level, its
+# source and score, as a link committed by a crawl task is (``SHALLOWER``). A URL linked by several of the
+# pages is taken from the lowest level, then the best score.
+_CARRIED_LINKS = f"""
+WITH pages (url, level, keyword) AS (
+    SELECT * FROM unnest(%(urls)s::text[], %(levels)s::int[], %(keywords)s::text[])
+), linked AS (
+    SELECT DISTINCT ON (geoweb_url_hash(link.value->>0))
+        link.value->>0 AS url, geoweb_url_hash(link.value->>0) AS url_hash, p.level + 1 AS level,
+        geoweb_url_hash(p.url) AS source_hash, p.keyword, (link.value->>1)::double precision AS score
+    FROM pages p CROSS JOIN LATERAL (
+        SELECT state FROM page_states
+        WHERE crawl = (SELECT %(crawl)s) AND geoweb_url_hash(url) = geoweb_url_hash(p.url) AND url = p.url OFFSET 0
+    ) kept CROSS JOIN LATERAL jsonb_array_elements(kept.state->'admitted'->'links') AS link
+    ORDER BY geoweb_url_hash(link.value->>0), p.level, (link.value->>1)::double precision DESC
+), origins AS (
+    SELECT origin, geoweb_crc32(origin) %% %(shards)s AS shard
+    FROM (SELECT DISTINCT geoweb_origin(url) AS origin FROM linked) o
+), lowered AS (
+    UPDATE frontier f SET level = l.level, source_hash = l.source_hash, source_page = NULL, score = l.score
+    FROM linked l CROSS JOIN LATERAL (
+        SELECT ctid AS row_id FROM frontier
+        WHERE run_key = {RUN_KEY} AND geoweb_url_hash(url) = l.url_hash
+            AND status = '{URLStatus.DISCOVERED}' AND level > l.level
+        OFFSET 0 FOR UPDATE
+    ) r
+    WHERE f.ctid = r.row_id
+)
+INSERT INTO frontier (run_key, url, level, shard, source_hash, keyword, score)
+SELECT {RUN_KEY}, l.url, l.level, o.shard, l.source_hash, l.keyword, l.score
+FROM linked l JOIN origins o ON o.origin = geoweb_origin(l.url)
+ORDER BY l.url_hash
+ON CONFLICT (run_key, geoweb_url_hash(url)) DO NOTHING
+"""
+
 # The level's URLs in the order of links.priority.by_priority; those past the first %(kept)s or scoring below
 # %(min_score)s are skipped, locked in key order like every write (rows found by ctid: the ones locked are the
 # ones updated).
@@ -169,12 +217,9 @@ def shard_of(origin: str, shards: int) -> int:
 
 def outcome(page: Page) -> tuple[URLStatus, str | None, str | None]:
     """(status, error reason, error message) of a page: robots.txt refusals are skipped, not failed; a page
-    of a host set aside, or whose answer did not fit in the crawl's memory bound, is deferred, with the
-    reason."""
+    not fetched for a ``DeferReason`` is deferred, with the reason and its message."""
     if page.deferred is not None:
-        if page.deferred == DeferReason.MEMORY_BUDGET:
-            return URLStatus.DEFERRED, page.deferred, "not read: the answer did not fit in the memory bound"
-        return URLStatus.DEFERRED, page.deferred, "not fetched: its host was set aside for the run"
+        return URLStatus.DEFERRED, page.deferred, DeferReason(page.deferred).message
     if page.error is None:
         return URLStatus.FETCHED, None, None
     status = URLStatus.SKIPPED if isinstance(page.error, RobotsDisallowed) else URLStatus.ERROR
@@ -413,6 +458,37 @@ class Frontier(Repository):
                 f"WHERE run_key = {RUN_KEY} AND status = %(status)s AND error_reason = ANY(%(reasons)s) "
                 "ORDER BY geoweb_origin(url), updated_at",
                 {"run_id": run_id, "status": URLStatus.DEFERRED, "reasons": list(DeferReason.of_hosts())},
+            )
+            return dict(cur.fetchall())
+
+    def carry_over(
+        self,
+        run_id: str,
+        crawl: str,
+        urls: list[str],
+        followed: list[tuple[str, int, str | None]],
+        shards: int,
+    ) -> None:
+        """Carry pages over unasked in SQL, in one transaction: mark the run's rows of ``urls`` fetched, and add
+        the links that ``crawl`` keeps of the ``followed`` pages, given as (url, level, search keyword), one
+        level down. Redone, it changes nothing."""
+        with self._transaction() as cur:
+            cur.execute(_CARRIED, {"run_id": run_id, "hashes": sorted(url_hash(url) for url in urls)})
+            if followed:
+                urls, levels, keywords = (list(column) for column in zip(*followed, strict=True))
+                cur.execute(
+                    _CARRIED_LINKS,
+                    {"run_id": run_id, "crawl": crawl, "shards": shards, "urls": urls, "levels": levels,
+                     "keywords": keywords},
+                )  # fmt: skip
+
+    def deferred_by_reason(self, run_id: str) -> dict[str, int]:
+        """The run's deferred URLs per ``DeferReason``, most first."""
+        with self._transaction() as cur:
+            cur.execute(
+                f"SELECT error_reason, count(*) FROM frontier WHERE run_key = {RUN_KEY} AND status = %(status)s "
+                "GROUP BY 1 ORDER BY 2 DESC, 1",
+                {"run_id": run_id, "status": URLStatus.DEFERRED},
             )
             return dict(cur.fetchall())
 
