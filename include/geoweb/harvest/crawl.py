@@ -320,12 +320,8 @@ class ShardRun:
         """Carry pages over in SQL (``Frontier.carry_over``), counted as the engine counts those it carries
         over unasked; their states leave memory unchanged."""
         begun = time.monotonic()
-        followed = [
-            (url, level, keyword) for level, url, _, keyword, _ in rows if level < self.params.max_level
-        ]
-        self.store.frontier.carry_over(
-            self.run_id, self.crawl, [row[1] for row in rows], followed, self.params.shards
-        )
+        pages = [(url, level, keyword, level < self.params.max_level) for level, url, _, keyword, _ in rows]
+        self.store.frontier.carry_over(self.run_id, self.crawl, pages, self.params.shards)
         for level, url, *_ in rows:
             self.carried[level] += 1
             self.carried_bytes += self.states.pages.pop(url).size

@@ -109,12 +109,15 @@ ORDER BY run_key DESC LIMIT 1
 
 # A URL already in the frontier keeps its level; only an outcome (not 'discovered') updates it. Rows come
 # back when inserted or updated, so for new links the count is the number of URLs new to the run.
-_UPSERT = f"""
-INSERT INTO frontier AS f ({", ".join(COLUMNS)}) VALUES %s
+_ON_CONFLICT = f"""
 ON CONFLICT (run_key, geoweb_url_hash(url)) DO UPDATE SET
     status = EXCLUDED.status, error_reason = EXCLUDED.error_reason, error_message = EXCLUDED.error_message,
     updated_at = now()
 WHERE EXCLUDED.status <> '{URLStatus.DISCOVERED}'
+"""
+_UPSERT = f"""
+INSERT INTO frontier AS f ({", ".join(COLUMNS)}) VALUES %s
+{_ON_CONFLICT}
 RETURNING 1
 """
 # A link that finds a URL still to fetch at a lower level than its row's gives it that level, its source and
@@ -137,26 +140,13 @@ FROM lowered WHERE f.ctid = lowered.row_id
 """
 SHALLOWER_VALUES = "(%s::bigint, %s::int, %s::bigint, %s::text, %s::double precision)"
 
-# Pages a shard carries over unasked (``Frontier.carry_over``): their rows fetched, each looked up on its own
-# (``PLANNED_KEY``) and locked in key order like every write
-_CARRIED = f"""
-UPDATE frontier f SET status = '{URLStatus.FETCHED}', updated_at = now()
-FROM unnest(%(hashes)s::bigint[]) AS asked(url_hash) CROSS JOIN LATERAL (
-    SELECT ctid AS row_id FROM frontier
-    WHERE run_key = {RUN_KEY} AND geoweb_url_hash(url) = asked.url_hash AND status = '{URLStatus.DISCOVERED}'
-    OFFSET 0 FOR UPDATE
-) carried
-WHERE f.ctid = carried.row_id
-"""
-# Their links one level down, as the crawl admitted them when it last read or carried each page
-# (``PageState.admitted``), with the page's search keyword: a URL new to the run is added in its origin's shard
-# (``shard_of``, computed once per origin), and one still to fetch at a deeper level is given this level, its
-# source and score, as a link committed by a crawl task is (``SHALLOWER``). A URL linked by several of the
-# pages is taken from the lowest level, then the best score.
-_CARRIED_LINKS = f"""
-WITH pages (url, level, keyword) AS (
-    SELECT * FROM unnest(%(urls)s::text[], %(levels)s::int[], %(keywords)s::text[])
-), linked AS (
+# Pages a shard carries over unasked (``Frontier.carry_over``) and their links one level down, as the crawl
+# admitted them when it last read or carried each page (``PageState.admitted``), with the page's search
+# keyword; a URL linked by several of the pages is taken from the lowest level, then the best score.
+_CARRIED = """
+WITH pages (url, level, keyword, followed) AS (
+    SELECT * FROM unnest(%(urls)s::text[], %(levels)s::int[], %(keywords)s::text[], %(followed)s::boolean[])
+), linked AS MATERIALIZED (
     SELECT DISTINCT ON (geoweb_url_hash(link.value->>0))
         link.value->>0 AS url, geoweb_url_hash(link.value->>0) AS url_hash, p.level + 1 AS level,
         geoweb_url_hash(p.url) AS source_hash, p.keyword, (link.value->>1)::double precision AS score
@@ -164,25 +154,41 @@ WITH pages (url, level, keyword) AS (
         SELECT state FROM page_states
         WHERE crawl = (SELECT %(crawl)s) AND geoweb_url_hash(url) = geoweb_url_hash(p.url) AND url = p.url OFFSET 0
     ) kept CROSS JOIN LATERAL jsonb_array_elements(kept.state->'admitted'->'links') AS link
+    WHERE p.followed
     ORDER BY geoweb_url_hash(link.value->>0), p.level, (link.value->>1)::double precision DESC
+)
+"""
+# Two statements, as ``_write`` writes: one pass in key order over the pages, fetched, and their links, a URL
+# new to the run added in its origin's shard (``shard_of``, computed once per origin); then the links to URLs
+# still to fetch at a deeper level give them this level, their source and score (``SHALLOWER``).
+_CARRIED_ROWS = f"""{_CARRIED}, written AS (
+    SELECT DISTINCT ON (url_hash) * FROM (
+        SELECT url, geoweb_url_hash(url) AS url_hash, level, NULL::bigint AS source_hash, keyword,
+            0::double precision AS score, '{URLStatus.FETCHED}'::geoweb_url_status AS status
+        FROM pages
+        UNION ALL
+        SELECT url, url_hash, level, source_hash, keyword, score, '{URLStatus.DISCOVERED}' FROM linked
+    ) rows ORDER BY url_hash, status = '{URLStatus.DISCOVERED}'
 ), origins AS (
     SELECT origin, geoweb_crc32(origin) %% %(shards)s AS shard
-    FROM (SELECT DISTINCT geoweb_origin(url) AS origin FROM linked) o
-), lowered AS (
-    UPDATE frontier f SET level = l.level, source_hash = l.source_hash, source_page = NULL, score = l.score
-    FROM linked l CROSS JOIN LATERAL (
-        SELECT ctid AS row_id FROM frontier
-        WHERE run_key = {RUN_KEY} AND geoweb_url_hash(url) = l.url_hash
-            AND status = '{URLStatus.DISCOVERED}' AND level > l.level
-        OFFSET 0 FOR UPDATE
-    ) r
-    WHERE f.ctid = r.row_id
+    FROM (SELECT DISTINCT geoweb_origin(url) AS origin FROM written) o
 )
-INSERT INTO frontier (run_key, url, level, shard, source_hash, keyword, score)
-SELECT {RUN_KEY}, l.url, l.level, o.shard, l.source_hash, l.keyword, l.score
-FROM linked l JOIN origins o ON o.origin = geoweb_origin(l.url)
-ORDER BY l.url_hash
-ON CONFLICT (run_key, geoweb_url_hash(url)) DO NOTHING
+INSERT INTO frontier AS f (run_key, url, level, shard, source_hash, keyword, score, status, updated_at)
+SELECT {RUN_KEY}, w.url, w.level, o.shard, w.source_hash, w.keyword, w.score, w.status,
+    CASE WHEN w.status <> '{URLStatus.DISCOVERED}' THEN now() END
+FROM written w JOIN origins o ON o.origin = geoweb_origin(w.url)
+ORDER BY w.url_hash
+{_ON_CONFLICT}
+"""
+_CARRIED_LOWERED = f"""{_CARRIED}
+UPDATE frontier f SET level = l.level, source_hash = l.source_hash, source_page = NULL, score = l.score
+FROM linked l CROSS JOIN LATERAL (
+    SELECT ctid AS row_id FROM frontier
+    WHERE run_key = {RUN_KEY} AND geoweb_url_hash(url) = l.url_hash
+        AND status = '{URLStatus.DISCOVERED}' AND level > l.level
+    OFFSET 0 FOR UPDATE
+) r
+WHERE f.ctid = r.row_id
 """
 
 # The level's URLs in the order of links.priority.by_priority; those past the first %(kept)s or scoring below
@@ -462,25 +468,18 @@ class Frontier(Repository):
             return dict(cur.fetchall())
 
     def carry_over(
-        self,
-        run_id: str,
-        crawl: str,
-        urls: list[str],
-        followed: list[tuple[str, int, str | None]],
-        shards: int,
+        self, run_id: str, crawl: str, pages: list[tuple[str, int, str | None, bool]], shards: int
     ) -> None:
-        """Carry pages over unasked in SQL, in one transaction: mark the run's rows of ``urls`` fetched, and add
-        the links that ``crawl`` keeps of the ``followed`` pages, given as (url, level, search keyword), one
-        level down. Redone, it changes nothing."""
+        """Carry pages over unasked in SQL, given as (url, level, search keyword, whether its links are
+        followed), in one transaction: their rows fetched and, for those followed, the links ``crawl`` keeps of
+        them one level down. Redone, it changes nothing."""
+        urls, levels, keywords, followed = (list(column) for column in zip(*pages, strict=True))
+        carried = {"run_id": run_id, "crawl": crawl, "urls": urls, "levels": levels, "keywords": keywords,
+                   "followed": followed}  # fmt: skip
         with self._transaction() as cur:
-            cur.execute(_CARRIED, {"run_id": run_id, "hashes": sorted(url_hash(url) for url in urls)})
-            if followed:
-                urls, levels, keywords = (list(column) for column in zip(*followed, strict=True))
-                cur.execute(
-                    _CARRIED_LINKS,
-                    {"run_id": run_id, "crawl": crawl, "shards": shards, "urls": urls, "levels": levels,
-                     "keywords": keywords},
-                )  # fmt: skip
+            cur.execute(_CARRIED_ROWS, carried | {"shards": shards})
+            if any(followed):
+                cur.execute(_CARRIED_LOWERED, carried)
 
     def deferred_by_reason(self, run_id: str) -> dict[str, int]:
         """The run's deferred URLs per ``DeferReason``, most first."""
