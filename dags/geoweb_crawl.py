@@ -51,8 +51,8 @@ maps.example.org and 2 more`), and its log lists every resource as it is found (
 datasets) on https://...`), then the shard's counts. The run's page has a **GeoWeb report** tab: the
 per-level table, the plot (resources and URLs fetched per level, discovery ratio, recall curve of the link
 budget, and the cost of the crawl's last runs side by side), the run's cost (requests, bytes read, pages new,
-changed and gone, pages carried over and the bytes that saved), resources per type and links into GeoHub
-filtered to the run and to each type.
+changed and gone, pages carried over and the bytes that saved), the URLs deferred to a later run per
+reason, resources per type and links into GeoHub filtered to the run and to each type.
 
 **Continuing a crawl**: the runs of one crawl (the field `crawl`; empty, it is named after the seeds and search
 providers, so every scheduled run continues the one before) share what they learnt of each URL, in the table
@@ -61,7 +61,9 @@ carries a 304, or the same bytes, over unread, with the page's links and resourc
 counts them (`not_modified`, `same_bytes`). With `revisit_budget`, the run asks again at most that many
 known pages, those whose revisit is worth most (read once, then likeliest to have changed by their history),
 and carries the others over unasked (`not_due`); `revisit_megabytes` bounds the same choice by the bytes of
-their last whole reads. With `time_budget_hours`, the run sends requests for that long from its start, then
+their last whole reads. A page carried over unasked that gave no resource does not go through the crawler:
+its task marks it fetched and adds the links its state keeps, as the crawl admitted them, in SQL (the
+summary's `carried_in_sql`). With `time_budget_hours`, the run sends requests for that long from its start, then
 carries over the known pages it has not asked and defers the URLs new to the crawl. Every URL is read whole at least once a week;
 `full_recrawl` reads them all whole now.
 

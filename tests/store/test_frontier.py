@@ -7,6 +7,7 @@ from collections import Counter
 
 import pytest
 
+from geoweb.crawl.pagestates import PageState
 from geoweb.links.normalize import origin
 from geoweb.links.priority import by_priority, shuffle_key
 from geoweb.models import Link, Page
@@ -61,6 +62,37 @@ def test_the_shards_python_computes_are_the_databases(store):
     assert rows(store, "SELECT geoweb_crc32(o) %% 8 FROM unnest(%s::text[]) AS o", origins) == [
         (shard_of(o, 8),) for o in origins
     ]
+
+
+def test_carrying_pages_over_in_sql_marks_them_fetched_and_writes_their_links_as_a_commit_does(store, run_id):
+    """``carry_over``: the pages' rows fetched; their kept links added one level down in their origins'
+    shards, or lowering a URL still to fetch deeper (its source and score with it); a URL done, or already
+    as shallow, is left as it is; a page past the followed levels gives none. Redone, it changes nothing."""
+    page, leaf = "http://a.example/p", "http://a.example/leaf"
+    links = [
+        "http://b.example/new",
+        "http://a.example/deep",
+        "http://a.example/done",
+        "http://a.example/near",
+    ]
+    store.frontier.add_urls(run_id, 1, [(page, None, None), (leaf, None, None)], 4)
+    store.frontier.add_urls(run_id, 4, [(links[1], "http://a.example/x", None)], 4)
+    store.frontier.add_urls(run_id, 2, [(links[3], "http://a.example/y", None)], 4)
+    store.frontier.commit_pages(run_id, [Page(links[2], None, 3)], 4)
+    crawl = f"crawl-{run_id}"
+    admitted = {"level": 1, "by": "test", "links": [[url, 0.5] for url in links]}
+    store.page_states.save(crawl, {page: PageState(admitted=admitted), leaf: PageState(admitted=admitted)})
+    for _ in range(2):
+        store.frontier.carry_over(run_id, crawl, [(page, 1, "lakes", True), (leaf, 1, None, False)], 4)
+        assert set(rows(store, "SELECT url, level, shard, source_page, score, status, keyword FROM frontier_urls "
+                        "WHERE run_id = %s", run_id)) == {
+            (page, 1, shard_of("http://a.example", 4), None, 0.0, "fetched", None),
+            (leaf, 1, shard_of("http://a.example", 4), None, 0.0, "fetched", None),
+            (links[0], 2, shard_of("http://b.example", 4), page, 0.5, "discovered", "lakes"),
+            (links[1], 2, shard_of("http://a.example", 4), page, 0.5, "discovered", None),
+            (links[2], 3, shard_of("http://a.example", 4), None, 0.0, "fetched", None),
+            (links[3], 2, shard_of("http://a.example", 4), "http://a.example/y", 0.0, "discovered", None),
+        }  # fmt: skip
 
 
 def test_add_urls_counts_only_new_urls_and_keeps_the_first_level(store, run_id, site):

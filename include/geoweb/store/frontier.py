@@ -109,15 +109,12 @@ ORDER BY run_key DESC LIMIT 1
 
 # A URL already in the frontier keeps its level; only an outcome (not 'discovered') updates it. Rows come
 # back when inserted or updated, so for new links the count is the number of URLs new to the run.
-_ON_CONFLICT = f"""
+_UPSERT = f"""
+INSERT INTO frontier AS f ({", ".join(COLUMNS)}) VALUES %s
 ON CONFLICT (run_key, geoweb_url_hash(url)) DO UPDATE SET
     status = EXCLUDED.status, error_reason = EXCLUDED.error_reason, error_message = EXCLUDED.error_message,
     updated_at = now()
 WHERE EXCLUDED.status <> '{URLStatus.DISCOVERED}'
-"""
-_UPSERT = f"""
-INSERT INTO frontier AS f ({", ".join(COLUMNS)}) VALUES %s
-{_ON_CONFLICT}
 RETURNING 1
 """
 # A link that finds a URL still to fetch at a lower level than its row's gives it that level, its source and
@@ -158,37 +155,36 @@ WITH pages (url, level, keyword, followed) AS (
     ORDER BY geoweb_url_hash(link.value->>0), p.level, (link.value->>1)::double precision DESC
 )
 """
-# Two statements, as ``_write`` writes: one pass in key order over the pages, fetched, and their links, a URL
-# new to the run added in its origin's shard (``shard_of``, computed once per origin); then the links to URLs
-# still to fetch at a deeper level give them this level, their source and score (``SHALLOWER``).
-_CARRIED_ROWS = f"""{_CARRIED}, written AS (
-    SELECT DISTINCT ON (url_hash) * FROM (
-        SELECT url, geoweb_url_hash(url) AS url_hash, level, NULL::bigint AS source_hash, keyword,
-            0::double precision AS score, '{URLStatus.FETCHED}'::geoweb_url_status AS status
-        FROM pages
-        UNION ALL
-        SELECT url, url_hash, level, source_hash, keyword, score, '{URLStatus.DISCOVERED}' FROM linked
-    ) rows ORDER BY url_hash, status = '{URLStatus.DISCOVERED}'
+# One pass in key order, as a crawl task's commit writes (``_write``) but in one statement: the pages fetched,
+# their links' URLs new to the run added in their origin's shard (``shard_of``, computed once per origin), and
+# a link to a URL still to fetch at a deeper level gives it this level, its source and score (``SHALLOWER``).
+_CARRIED_ROWS = f"""{_CARRIED}, written AS MATERIALIZED (
+    SELECT *, geoweb_origin(url) AS origin FROM (
+        SELECT DISTINCT ON (url_hash) * FROM (
+            SELECT url, geoweb_url_hash(url) AS url_hash, level, NULL::bigint AS source_hash, keyword,
+                0::double precision AS score, '{URLStatus.FETCHED}'::geoweb_url_status AS status
+            FROM pages
+            UNION ALL
+            SELECT url, url_hash, level, source_hash, keyword, score, '{URLStatus.DISCOVERED}' FROM linked
+        ) rows ORDER BY url_hash, status = '{URLStatus.DISCOVERED}'
+    ) unique_rows
 ), origins AS (
-    SELECT origin, geoweb_crc32(origin) %% %(shards)s AS shard
-    FROM (SELECT DISTINCT geoweb_origin(url) AS origin FROM written) o
+    SELECT origin, geoweb_crc32(origin) %% %(shards)s AS shard FROM (SELECT DISTINCT origin FROM written) o
 )
 INSERT INTO frontier AS f (run_key, url, level, shard, source_hash, keyword, score, status, updated_at)
 SELECT {RUN_KEY}, w.url, w.level, o.shard, w.source_hash, w.keyword, w.score, w.status,
     CASE WHEN w.status <> '{URLStatus.DISCOVERED}' THEN now() END
-FROM written w JOIN origins o ON o.origin = geoweb_origin(w.url)
+FROM written w JOIN origins o USING (origin)
 ORDER BY w.url_hash
-{_ON_CONFLICT}
-"""
-_CARRIED_LOWERED = f"""{_CARRIED}
-UPDATE frontier f SET level = l.level, source_hash = l.source_hash, source_page = NULL, score = l.score
-FROM linked l CROSS JOIN LATERAL (
-    SELECT ctid AS row_id FROM frontier
-    WHERE run_key = {RUN_KEY} AND geoweb_url_hash(url) = l.url_hash
-        AND status = '{URLStatus.DISCOVERED}' AND level > l.level
-    OFFSET 0 FOR UPDATE
-) r
-WHERE f.ctid = r.row_id
+ON CONFLICT (run_key, geoweb_url_hash(url)) DO UPDATE SET
+    status = EXCLUDED.status, error_reason = NULL, error_message = NULL,
+    updated_at = CASE WHEN EXCLUDED.status <> '{URLStatus.DISCOVERED}' THEN now() END,
+    level = CASE WHEN EXCLUDED.status = '{URLStatus.DISCOVERED}' THEN EXCLUDED.level ELSE f.level END,
+    source_hash = CASE WHEN EXCLUDED.status = '{URLStatus.DISCOVERED}' THEN EXCLUDED.source_hash ELSE f.source_hash END,
+    source_page = CASE WHEN EXCLUDED.status = '{URLStatus.DISCOVERED}' THEN NULL ELSE f.source_page END,
+    score = CASE WHEN EXCLUDED.status = '{URLStatus.DISCOVERED}' THEN EXCLUDED.score ELSE f.score END
+WHERE EXCLUDED.status <> '{URLStatus.DISCOVERED}'
+    OR (f.status = '{URLStatus.DISCOVERED}' AND f.level > EXCLUDED.level)
 """
 
 # The level's URLs in the order of links.priority.by_priority; those past the first %(kept)s or scoring below
@@ -478,8 +474,6 @@ class Frontier(Repository):
                    "followed": followed}  # fmt: skip
         with self._transaction() as cur:
             cur.execute(_CARRIED_ROWS, carried | {"shards": shards})
-            if any(followed):
-                cur.execute(_CARRIED_LOWERED, carried)
 
     def deferred_by_reason(self, run_id: str) -> dict[str, int]:
         """The run's deferred URLs per ``DeferReason``, most first."""
