@@ -350,14 +350,12 @@ class Crawler:
             normal = self.filters(link)
             if normal is None:
                 continue
-            score = self.scorer.score(normal, anchor, level + 1) if keep else None
             if keep:
+                score = self.scorer.score(normal, anchor, level + 1)
                 admitted.append((normal, score))
             if self.new_to_run(normal, level + 1, url):
                 links.append(
-                    Link(
-                        normal, url, self.scorer.score(normal, anchor, level + 1) if score is None else score
-                    )
+                    Link(normal, url, score if keep else self.scorer.score(normal, anchor, level + 1))
                 )
         if keep:
             self.pages.admitted(url, level, self.admission, admitted)
