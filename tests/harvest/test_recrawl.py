@@ -11,7 +11,6 @@ import uuid
 from aiohttp import web
 
 from geoweb.crawl.pagestates import UNREACHED_SECONDS, PageState
-from geoweb.harvest.crawl import crawl_shard, finish_run, plan_level, start_run
 from geoweb.harvest.params import HarvestParams
 from geoweb.store import Store
 from tests.data import corpus
@@ -126,12 +125,12 @@ def test_pages_carried_over_unasked_are_carried_in_sql_to_the_frontier_a_read_gi
         conf = {"seeds": [a.url("/")], "allowed_hosts": [a.hostport, b.hostport], "max_level": 3, "shards": 4,
                 "crawl": f"test-{uuid.uuid4().hex[:8]}"}  # fmt: skip
         with Store(postgis_dsn) as store:
-            first_id, first, _ = harvest_counting(store, HarvestParams.from_conf(conf))
+            first_id, first = harvest(store, HarvestParams.from_conf(conf))
             first_frontier = frontier(store, first_id)  # the next run to end deletes it
             a.seen.clear(), b.seen.clear()
-            second_id, second, carried = harvest_counting(
-                store, HarvestParams.from_conf(conf | {"revisit_budget": 0})
-            )
+            tasks: list[dict] = []
+            second_id, second = harvest(store, HarvestParams.from_conf(conf | {"revisit_budget": 0}), tasks)
+            carried = sum(task.get("carried_in_sql", 0) for task in tasks)
             assert carried == 11 and first["urls"] == second["urls"] == 12
             assert [p for p in a.seen + b.seen if p != "/robots.txt"] == []
             assert frontier(store, second_id) == first_frontier
@@ -140,16 +139,6 @@ def test_pages_carried_over_unasked_are_carried_in_sql_to_the_frontier_a_read_gi
             ]
             assert second["costs"]["not_due"] == 12 and second["costs"]["requests"] == 0
             assert run_resources(store, second_id) == run_resources(store, first_id) == {"a.kml": "Parks"}
-
-
-def harvest_counting(store: Store, params: HarvestParams) -> tuple[str, dict, int]:
-    """``harvest``, with the pages its crawl tasks carried over in SQL."""
-    run_id, carried = f"carry-{uuid.uuid4().hex[:8]}", 0
-    start_run(store, run_id, params)
-    for level in range(params.max_level + 1):
-        for shard in plan_level(store, run_id, level, params):
-            carried += crawl_shard(store, run_id, level, shard, params).get("carried_in_sql", 0)
-    return run_id, finish_run(store, run_id), carried
 
 
 def frontier(store: Store, run_id: str) -> set[tuple]:

@@ -32,13 +32,16 @@ class FlakyServer(PagesServer):
         return [path for path in self.seen if path != "/robots.txt"]
 
 
-def harvest(store: Store, params: HarvestParams) -> tuple[str, dict]:
-    """One run of the crawl DAG's tasks, in their order; returns its id and summary."""
+def harvest(store: Store, params: HarvestParams, tasks: list[dict] | None = None) -> tuple[str, dict]:
+    """One run of the crawl DAG's tasks, in their order; returns its id and summary. ``tasks``, when given,
+    receives each crawl task's summary."""
     run_id = f"set-aside-{uuid.uuid4().hex[:8]}"
     start_run(store, run_id, params)
     for level in range(params.max_level + 1):
         for shard in plan_level(store, run_id, level, params):
-            crawl_shard(store, run_id, level, shard, params)
+            summary = crawl_shard(store, run_id, level, shard, params)
+            if tasks is not None:
+                tasks.append(summary)
     return run_id, finish_run(store, run_id)
 
 
