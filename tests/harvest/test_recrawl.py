@@ -141,6 +141,42 @@ def test_pages_carried_over_unasked_are_carried_in_sql_to_the_frontier_a_read_gi
             assert run_resources(store, second_id) == run_resources(store, first_id) == {"a.kml": "Parks"}
 
 
+def test_pages_asked_again_and_unchanged_give_the_links_their_states_keep_as_admitted(postgis_dsn):
+    """A page that answers 304 gives the links the crawl admitted from it when they were kept at its level
+    under this run's admission, not scored again; kept under another admission, they are scored anew and kept
+    so. The kept scores are set apart from the scorer's to tell the two."""
+    pages = index_and_six_pages()
+    with ValidatingServer(pages) as site, Store(postgis_dsn) as store:
+        conf = {"seeds": [site.url("/")], "allowed_hosts": [site.hostport], "max_level": 1, "shards": 2,
+                "crawl": f"test-{uuid.uuid4().hex[:8]}"}  # fmt: skip
+        first_id, _ = harvest(store, HarvestParams.from_conf(conf))
+        scored = {url: score for url, _, _, _, score, _, _ in frontier(store, first_id)}
+
+        def keep_admitted(by: str | None = None) -> None:
+            with store.transaction() as cur:
+                cur.execute(
+                    "UPDATE page_states SET state = jsonb_set(jsonb_set(state, '{admitted,links}', (SELECT "
+                    "jsonb_agg(jsonb_build_array(link->0, 0.375)) FROM jsonb_array_elements(state->'admitted'->"
+                    "'links') link)), '{admitted,by}', coalesce(to_jsonb(%s::text), state->'admitted'->'by')) "
+                    "WHERE crawl = %s AND url = %s",
+                    (by, conf["crawl"], site.url("/")),
+                )
+
+        def link_scores(run_id: str) -> dict[str, float]:
+            return {url: score for url, level, _, _, score, _, _ in frontier(store, run_id) if level == 1}
+
+        keep_admitted()
+        second_id, second = harvest(store, HarvestParams.from_conf(conf))
+        assert second["costs"]["not_modified"] == 7
+        assert set(link_scores(second_id).values()) == {0.375}
+        keep_admitted(by="another admission")
+        third_id, _ = harvest(store, HarvestParams.from_conf(conf))
+        assert link_scores(third_id) == {url: scored[url] for url in link_scores(third_id)} != {}
+        assert 0.375 not in link_scores(third_id).values()
+        kept = store.page_states.load(conf["crawl"], [site.url("/")])[site.url("/")].admitted
+        assert kept["by"] != "another admission" and len(kept["links"]) == 6
+
+
 def frontier(store: Store, run_id: str) -> set[tuple]:
     with store.transaction() as cur:
         cur.execute(

@@ -93,6 +93,9 @@ def test_carrying_pages_over_in_sql_marks_them_fetched_and_writes_their_links_as
             (links[2], 3, shard_of("http://a.example", 4), None, 0.0, "fetched", None),
             (links[3], 2, shard_of("http://a.example", 4), "http://a.example/y", 0.0, "discovered", None),
         }  # fmt: skip
+        # nor are their rows locked, as a conflict clause locks every row it meets (its xmax)
+        locks = rows(store, "SELECT xmax::text FROM frontier WHERE url = ANY(%s)", links[2:])
+        assert locks == [("0",), ("0",)]
 
 
 def test_add_urls_counts_only_new_urls_and_keeps_the_first_level(store, run_id, site):

@@ -338,7 +338,19 @@ class Crawler:
                 if proved_by(resource, response):
                     resource.proof = proof
         kept, _ = await self.record(resources, level, source, untagged=untagged)
-        return kept, self.scored(known.links, url, level) if follow else []
+        return kept, self.readmitted(known, url, level) if follow else []
+
+    def readmitted(self, known: PageState, url: str, level: int) -> list[Link]:
+        """The next level's links of a page carried over, new to the run: as the crawl admitted them when they
+        were kept at this level under this run's admission (``PageState.admitted``), else ``scored`` anew."""
+        admitted = known.admitted
+        if admitted is None or admitted["level"] != level or admitted["by"] != self.admission:
+            return self.scored(known.links, url, level)
+        return [
+            Link(link, url, score)
+            for link, score in admitted["links"]
+            if self.new_to_run(link, level + 1, url)
+        ]
 
     def scored(self, extracted: Iterable[tuple[str, str]], url: str, level: int) -> list[Link]:
         """The next level's links of a page, from its (link, anchor text) pairs: those new to the run, scored.

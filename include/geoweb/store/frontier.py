@@ -158,6 +158,8 @@ WITH pages (url, level, keyword, followed) AS (
 # One pass in key order, as a crawl task's commit writes (``_write``) but in one statement: the pages fetched,
 # their links' URLs new to the run added in their origin's shard (``shard_of``, computed once per origin), and
 # a link to a URL still to fetch at a deeper level gives it this level, its source and score (``SHALLOWER``).
+# A link the run's row would not change is left out before the insert, looked up without a lock: the insert's
+# conflict clause locks every row it meets, updated or not, and most links lead to URLs the run has.
 _CARRIED_ROWS = f"""{_CARRIED}, written AS MATERIALIZED (
     SELECT *, geoweb_origin(url) AS origin FROM (
         SELECT DISTINCT ON (url_hash) * FROM (
@@ -165,7 +167,11 @@ _CARRIED_ROWS = f"""{_CARRIED}, written AS MATERIALIZED (
                 0::double precision AS score, '{URLStatus.FETCHED}'::geoweb_url_status AS status
             FROM pages
             UNION ALL
-            SELECT url, url_hash, level, source_hash, keyword, score, '{URLStatus.DISCOVERED}' FROM linked
+            SELECT url, url_hash, level, source_hash, keyword, score, '{URLStatus.DISCOVERED}' FROM linked l
+            WHERE NOT EXISTS (
+                SELECT FROM frontier WHERE run_key = {RUN_KEY} AND geoweb_url_hash(url) = l.url_hash
+                    AND (status <> '{URLStatus.DISCOVERED}' OR level <= l.level) OFFSET 0
+            )
         ) rows ORDER BY url_hash, status = '{URLStatus.DISCOVERED}'
     ) unique_rows
 ), origins AS (
