@@ -143,8 +143,9 @@ def test_pages_carried_over_unasked_are_carried_in_sql_to_the_frontier_a_read_gi
 
 def test_pages_asked_again_and_unchanged_give_the_links_their_states_keep_as_admitted(postgis_dsn):
     """A page that answers 304 gives the links the crawl admitted from it when they were kept at its level
-    under this run's admission, not scored again; kept under another admission, they are scored anew and kept
-    so. The kept scores are set apart from the scorer's to tell the two."""
+    under this run's admission, not scored again: its crawl task writes them in SQL from its state. Kept
+    under another admission, they are scored anew, committed and kept so. The kept scores are set apart from
+    the scorer's to tell the two."""
     pages = index_and_six_pages()
     with ValidatingServer(pages) as site, Store(postgis_dsn) as store:
         conf = {"seeds": [site.url("/")], "allowed_hosts": [site.hostport], "max_level": 1, "shards": 2,
@@ -166,11 +167,17 @@ def test_pages_asked_again_and_unchanged_give_the_links_their_states_keep_as_adm
             return {url: score for url, level, _, _, score, _, _ in frontier(store, run_id) if level == 1}
 
         keep_admitted()
-        second_id, second = harvest(store, HarvestParams.from_conf(conf))
-        assert second["costs"]["not_modified"] == 7
+        tasks: list[dict] = []
+        second_id, second = harvest(store, HarvestParams.from_conf(conf), tasks)
+        assert second["costs"]["not_modified"] == 7 and second["urls"] == 7
         assert set(link_scores(second_id).values()) == {0.375}
+        assert (
+            sum(task.get("links_in_sql", 0) for task in tasks) == 1
+        )  # the index; the others are not followed
         keep_admitted(by="another admission")
-        third_id, _ = harvest(store, HarvestParams.from_conf(conf))
+        tasks.clear()
+        third_id, _ = harvest(store, HarvestParams.from_conf(conf), tasks)
+        assert sum(task.get("links_in_sql", 0) for task in tasks) == 0
         assert link_scores(third_id) == {url: scored[url] for url in link_scores(third_id)} != {}
         assert 0.375 not in link_scores(third_id).values()
         kept = store.page_states.load(conf["crawl"], [site.url("/")])[site.url("/")].admitted

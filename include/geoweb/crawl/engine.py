@@ -342,10 +342,15 @@ class Crawler:
 
     def readmitted(self, known: PageState, url: str, level: int) -> list[Link]:
         """The next level's links of a page carried over, new to the run: as the crawl admitted them when they
-        were kept at this level under this run's admission (``PageState.admitted``), else ``scored`` anew."""
+        were kept at this level under this run's admission (``PageState.admitted``), else ``scored`` anew.
+        States that keep admitted links take those of a page without resources as they are: the page goes on
+        with none, its URL in ``PageStates.links_kept``."""
         admitted = known.admitted
         if admitted is None or admitted["level"] != level or admitted["by"] != self.admission:
             return self.scored(known.links, url, level)
+        if self.pages.keep_admitted and not known.resources:
+            self.pages.links_kept.add(url)
+            return []
         return [
             Link(link, url, score)
             for link, score in admitted["links"]

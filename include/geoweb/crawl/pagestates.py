@@ -274,7 +274,9 @@ class PageStates:
         keep_admitted: bool = False,
     ):
         self.path = path
-        self.keep_admitted = keep_admitted  # keep each page's admitted links (``PageState.admitted``)
+        # keep each page's admitted links (``PageState.admitted``); a page carried over whose kept links hold is
+        # then handed on without them, for its sink to write them from its state (``links_kept``)
+        self.keep_admitted = keep_admitted
         self.revisit_budget = revisit_budget  # known URLs a run requests; None: all of them
         self.revisit_bytes = revisit_bytes  # the sum of their last whole reads' sizes at most; None: any
         # (when it was drawn, the key of the last URL revisited): drawn from the budget at the first URL asked
@@ -283,6 +285,9 @@ class PageStates:
         self.pages: dict[str, PageState] = {}
         self.visited: set[str] = set()  # URLs this run fetched or carried over
         self.readmitted: set[str] = set()  # URLs carried over unasked whose admitted links were kept anew
+        self.links_kept: set[str] = (
+            set()
+        )  # URLs carried over whose links are the admitted ones their states keep
         self.gone_pages: set[str] = set()  # answered 404 or 410 in GONE_RUNS runs in a row: to forget
         self.dropped: dict[str, list[dict]] = {}  # the resources of the pages that answered 404 or 410
         if path is not None and path.exists():
@@ -432,6 +437,7 @@ class PageStates:
                 kept[url] = state
             self.visited.discard(url)
             self.readmitted.discard(url)
+            self.links_kept.discard(url)
             self.gone_pages.discard(url)
         return kept, gone
 

@@ -198,6 +198,7 @@ def crawl_shard(store: Store, run_id: str, level: int, shard: int, params: Harve
         "adopted_shards": sorted(run.adopted),
         "committed": run.buffer.committed,
         "carried_in_sql": run.carried.total(),
+        "links_in_sql": run.links_in_sql,
         "commit_seconds": round(run.commit_seconds, 2),
         "seconds": round(time.monotonic() - run.started, 1),
     }
@@ -234,6 +235,7 @@ class ShardRun:
         self.crawler: Crawler | None = None  # the engine, once open: whether it asks a known page
         self.carried: Counter[int] = Counter()  # pages carried over in SQL, per level
         self.carried_bytes = 0  # their last whole reads
+        self.links_in_sql = 0  # pages asked again whose kept links were carried over in SQL
         self.keyword_of: dict[str, str | None] = {}  # the search keyword of each page read, for its links
         self.handed: set[str] = set()  # URLs given to the engine: a deeper URL is given once
         self.adopted: list[int] = []  # other shards whose next level this task crawls, held by its connection
@@ -338,9 +340,17 @@ class ShardRun:
         return [by_level[level] for level in sorted(by_level)]
 
     def commit(self, pages: list[Page]) -> None:
+        """Commit pages done: a page asked again whose links its state keeps (``PageStates.links_kept``) is
+        carried over in SQL with them; the others through ``commit_pages``."""
         # commits block the event loop for a moment, every batch: simpler than a writer thread, and cheap
         begun = time.monotonic()
-        self.store.frontier.commit_pages(self.run_id, pages, self.params.shards, self.keyword_of)
+        kept = [page for page in pages if page.url in self.states.links_kept]
+        if kept:
+            carried = [(page.url, page.level, self.keyword_of.get(page.url), True) for page in kept]
+            self.store.frontier.carry_over(self.run_id, self.crawl, carried, self.params.shards)
+            self.links_in_sql += len(kept)
+        committed = [page for page in pages if page.url not in self.states.links_kept]
+        self.store.frontier.commit_pages(self.run_id, committed, self.params.shards, self.keyword_of)
         self.store.page_states.save(self.crawl, *self.states.settle(page.url for page in pages))
         for page in pages:
             self.keyword_of.pop(page.url, None)
