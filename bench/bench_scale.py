@@ -338,8 +338,11 @@ def crawl_dag_run(spec: BigWebSpec, args, conf: dict, run: int) -> Result:
         rows = cur.fetchone()[0]
         cur.execute("SELECT count(*) FROM run_resources WHERE run_id = %s", (run_id,))
         resources = cur.fetchone()[0]
-        cur.execute("SELECT level, sum(urls), count(*), max(seconds) FROM crawl_levels WHERE run_id = %s "
-                    "GROUP BY level ORDER BY level", (run_id,))  # fmt: skip
+        # a level's URLs from its committed rows, as the run's report counts them: a task running ahead and
+        # the level's own task may both report a level of one shard in crawl_levels, the later replacing
+        cur.execute("SELECT l.level, f.urls, count(*), max(l.seconds) FROM crawl_levels l "
+                    "JOIN level_figures(%s) f USING (level) WHERE l.run_id = %s GROUP BY l.level, f.urls "
+                    "ORDER BY l.level", (run_id, run_id))  # fmt: skip
         levels = {
             level: Level(level, urls, shards, round(slowest, 1)) for level, urls, shards, slowest in cur
         }
