@@ -11,7 +11,7 @@ from psycopg2.extras import execute_values
 
 from geoweb.crawl.pagestates import PageState
 from geoweb.store.frontier import SHALLOWER, SHALLOWER_VALUES, url_hash
-from geoweb.store.pagestates import LOAD
+from geoweb.store.pagestates import BRIEFS, LOAD
 
 ROWS = 3000  # of the run or crawl the statistics do not know
 ASKED = 20
@@ -52,7 +52,8 @@ def test_states_of_a_crawl_the_statistics_do_not_know_are_read_by_key(store):
 
     asked = urls[:ASKED]
     with store.conn, store.conn.cursor() as cur:
-        assert_probes(explained(cur, LOAD, ([url_hash(u) for u in asked], new)), "page_states")
+        for statement in (LOAD, BRIEFS):
+            assert_probes(explained(cur, statement, ([url_hash(u) for u in asked], new)), "page_states")
     assert set(store.page_states.load(new, [*asked, "http://elsewhere.example/"])) == set(asked)
 
 

@@ -175,6 +175,18 @@ class PageState:
         return (changed - elapsed * (1 - changed)) / rate
 
 
+@dataclass(slots=True)
+class Brief:
+    """What a crawl task decides by whether to carry a page over in SQL: its state without links, resources
+    or admitted links (``state``), whether it holds resources, and the level and admission its admitted
+    links were kept at (None when none were)."""
+
+    state: PageState
+    resources: bool
+    admitted_level: int | None
+    admitted_by: str | None
+
+
 def admission(max_url_length: int, url_policies: object) -> str:
     """What a page's admitted links depend on besides the page (``PageState.admitted``): the code that
     admits and scores links, and the settings of the URL filters."""

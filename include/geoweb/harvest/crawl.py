@@ -25,7 +25,7 @@ from geoweb.connectors.search.base import SearchProvider
 from geoweb.crawl import CrawlReport
 from geoweb.crawl.engine import Crawler
 from geoweb.crawl.factory import open_crawler
-from geoweb.crawl.pagestates import UNREACHED_SECONDS, PageStates, Unchanged, Verdict
+from geoweb.crawl.pagestates import UNREACHED_SECONDS, Brief, PageStates, Unchanged, Verdict
 from geoweb.harvest.pagebuffer import PageBuffer
 from geoweb.harvest.params import HarvestParams
 from geoweb.links.filters import URLFilters
@@ -288,14 +288,21 @@ class ShardRun:
         self, rows: Iterable[tuple[int, str, str | None, str | None, float]]
     ) -> Iterator[tuple[int, Link]]:
         """(level, link) of frontier rows, the kept states of their URLs read STATES_READ at a time; the pages
-        the run carries over unasked with what they gave are carried over in SQL (``carry``), not given."""
+        the run carries over unasked with what they gave are carried over in SQL (``carry``), not given. A
+        state is read brief first (``Brief``), and whole only for a page given."""
         rows = iter(rows)
         while batch := list(itertools.islice(rows, STATES_READ)):
             if not self.params.full_recrawl:
-                self.states.pages.update(self.store.page_states.load(self.crawl, (row[1] for row in batch)))
-            carried = [row for row in batch if self.carried_in_sql(row[0], row[1])]
-            if carried:
-                self.carry(carried)
+                fresh = [row for row in batch if row[1] not in self.handed]
+                briefs = self.store.page_states.briefs(self.crawl, (row[1] for row in fresh))
+                self.states.pages.update((url, brief.state) for url, brief in briefs.items())
+                carried = [row for row in fresh if self.carried_in_sql(*row[:2], briefs.get(row[1]))]
+                if carried:
+                    self.carry(carried)
+                given = [url for url in briefs if url not in self.handed]
+                for url in given:
+                    del self.states.pages[url]
+                self.states.pages.update(self.store.page_states.load(self.crawl, given))
             for level, url, source, keyword, score in batch:
                 if url in self.handed:
                     continue
@@ -304,18 +311,16 @@ class ShardRun:
                 self.handed.add(url)
                 yield level, Link(url, source, score)
 
-    def carried_in_sql(self, level: int, url: str) -> bool:
+    def carried_in_sql(self, level: int, url: str, brief: Brief | None) -> bool:
         """Whether a page is carried over unasked without the engine: the crawl kept its state, with no
         resource (recorded by the engine alone), and the engine would not ask it; past ``max_level`` its links
         are not followed, above it they were kept as admitted at this level, under this run's admission."""
-        state = self.states.get(url)
-        if state is None or state.resources or self.crawler is None or not self.crawler.carries_unasked(url):
+        if brief is None or brief.resources or self.crawler is None:
             return False
-        if level >= self.params.max_level:
-            return True
-        admitted = state.admitted
-        return (
-            admitted is not None and admitted["level"] == level and admitted["by"] == self.crawler.admission
+        if not self.crawler.carries_unasked(url):
+            return False
+        return level >= self.params.max_level or (
+            brief.admitted_level == level and brief.admitted_by == self.crawler.admission
         )
 
     def carry(self, rows: list[tuple[int, str, str | None, str | None, float]]) -> None:

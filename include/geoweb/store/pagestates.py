@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 
 from psycopg2.extras import execute_values
 
-from geoweb.crawl.pagestates import PageState, RevisitKey, page_state, revisit_cutoff, state_values
+from geoweb.crawl.pagestates import Brief, PageState, RevisitKey, page_state, revisit_cutoff, state_values
 from geoweb.store.frontier import url_hash
 from geoweb.store.repository import PAGE_SIZE, Repository
 
@@ -17,6 +17,31 @@ CUTOFF_BATCH = 10_000  # states read per round trip when a run draws its revisit
 # the states of a crawl (%s) by their URLs' keys (%s), looked up one by one (``frontier.PLANNED_KEY``)
 LOAD = """
 SELECT s.url, s.state FROM unnest(%s::bigint[]) AS asked(url_hash) CROSS JOIN LATERAL (
+    SELECT url, state FROM page_states
+    WHERE crawl = (SELECT %s) AND geoweb_url_hash(url) = asked.url_hash OFFSET 0
+) s
+"""
+
+# The scalars of a state, cast in SQL so that the driver converts them in C rather than decoding a JSON value
+# of each; the links and resources are left in the database
+SCALARS = {
+    "visits": "bigint",
+    "changes": "bigint",
+    "visited_at": "float8",
+    "visit_seconds": "float8",
+    "level": "bigint",
+    "read_at": "float8",
+    "gone_runs": "bigint",
+    "readers": "text",
+    "size": "bigint",
+}
+_SCALAR_COLUMNS = ", ".join(f"(state->>'{name}')::{sql_type}" for name, sql_type in SCALARS.items())
+
+# ``pagestates.Brief`` of the states of a crawl (%s) by their URLs' keys (%s), looked up as LOAD does
+BRIEFS = f"""
+SELECT s.url, {_SCALAR_COLUMNS}, coalesce(jsonb_array_length(state->'resources') > 0, false),
+    (state->'admitted'->>'level')::int, state->'admitted'->>'by'
+FROM unnest(%s::bigint[]) AS asked(url_hash) CROSS JOIN LATERAL (
     SELECT url, state FROM page_states
     WHERE crawl = (SELECT %s) AND geoweb_url_hash(url) = asked.url_hash OFFSET 0
 ) s
@@ -39,6 +64,17 @@ class PageStatesTable(Repository):
             # a row of another URL with the same key is not one asked for
             return {url: page_state(state) for url, state in cur.fetchall() if url in asked}
 
+    def briefs(self, crawl: str, urls: Iterable[str]) -> dict[str, Brief]:
+        """``Brief`` of the states ``crawl`` keeps of ``urls`` (those it has)."""
+        asked = set(urls)
+        with self._transaction() as cur:
+            cur.execute(BRIEFS, ([url_hash(url) for url in asked], crawl))
+            return {
+                url: Brief(_scalar_state(scalars), resources, level, by)
+                for url, *scalars, resources, level, by in cur.fetchall()
+                if url in asked
+            }
+
     def save(self, crawl: str, states: Mapping[str, PageState], gone: Iterable[str] = ()) -> None:
         """Keep ``states`` for ``crawl``, and forget the URLs ``gone`` (they answered 404 or 410), in one
         transaction; rows in URL order, so concurrent shards lock them in one order."""
@@ -58,26 +94,10 @@ class PageStatesTable(Repository):
         """The revisit key of the last URL ``crawl`` keeps that a run asks again, within ``budget`` URLs and
         ``budget_bytes`` (``pagestates.revisit_cutoff``), its states streamed with what the order needs and
         nothing more."""
-        # each value cast in SQL, so that the driver converts it in C rather than decoding a JSON value of each
-        fields = {
-            "visits": "bigint",
-            "changes": "bigint",
-            "visited_at": "float8",
-            "visit_seconds": "float8",
-            "level": "bigint",
-            "read_at": "float8",
-            "gone_runs": "bigint",
-            "readers": "text",
-            "size": "bigint",
-        }
-        columns = ", ".join(f"(state->>'{name}')::{sql_type}" for name, sql_type in fields.items())
         with self.conn, self.conn.cursor(name="revisit_cutoff") as cur:
             cur.itersize = CUTOFF_BATCH
-            cur.execute(f"SELECT url, {columns} FROM page_states WHERE crawl = %s", (crawl,))
-            kept = (
-                (url, page_state({k: v for k, v in zip(fields, values, strict=True) if v is not None}))
-                for url, *values in cur
-            )
+            cur.execute(f"SELECT url, {_SCALAR_COLUMNS} FROM page_states WHERE crawl = %s", (crawl,))
+            kept = ((url, _scalar_state(values)) for url, *values in cur)
             return revisit_cutoff(kept, now, budget, budget_bytes)
 
     def forget_unreached(self, crawl: str, seconds: float) -> int:
@@ -94,3 +114,8 @@ class PageStatesTable(Repository):
         with self._transaction() as cur:
             cur.execute("SELECT count(*) FROM page_states WHERE crawl = %s", (crawl,))
             return cur.fetchone()[0]
+
+
+def _scalar_state(values: list) -> PageState:
+    """A PageState of the ``SCALARS`` read (those the state has), without links or resources."""
+    return page_state({name: value for name, value in zip(SCALARS, values, strict=True) if value is not None})
