@@ -297,9 +297,8 @@ class PageStates:
         self.pages: dict[str, PageState] = {}
         self.visited: set[str] = set()  # URLs this run fetched or carried over
         self.readmitted: set[str] = set()  # URLs carried over unasked whose admitted links were kept anew
-        self.links_kept: set[str] = (
-            set()
-        )  # URLs carried over whose links are the admitted ones their states keep
+        # URLs carried over whose links are the admitted ones their states keep, left for the sink to write
+        self.links_kept: set[str] = set()
         self.gone_pages: set[str] = set()  # answered 404 or 410 in GONE_RUNS runs in a row: to forget
         self.dropped: dict[str, list[dict]] = {}  # the resources of the pages that answered 404 or 410
         if path is not None and path.exists():
