@@ -171,9 +171,8 @@ def test_pages_asked_again_and_unchanged_give_the_links_their_states_keep_as_adm
         second_id, second = harvest(store, HarvestParams.from_conf(conf), tasks)
         assert second["costs"]["not_modified"] == 7 and second["urls"] == 7
         assert set(link_scores(second_id).values()) == {0.375}
-        assert (
-            sum(task.get("links_in_sql", 0) for task in tasks) == 1
-        )  # the index; the others are not followed
+        # the index's links; the other pages are at max_level, their links not followed
+        assert sum(task.get("links_in_sql", 0) for task in tasks) == 1
         keep_admitted(by="another admission")
         tasks.clear()
         third_id, _ = harvest(store, HarvestParams.from_conf(conf), tasks)

@@ -14,13 +14,14 @@ from geoweb.store.repository import PAGE_SIZE, Repository
 
 CUTOFF_BATCH = 10_000  # states read per round trip when a run draws its revisit cutoff
 
-# the states of a crawl (%s) by their URLs' keys (%s), looked up one by one (``frontier.PLANNED_KEY``)
-LOAD = """
-SELECT s.url, s.state FROM unnest(%s::bigint[]) AS asked(url_hash) CROSS JOIN LATERAL (
+# the states ``s`` of a crawl (%s) by their URLs' keys (%s), looked up one by one (``frontier.PLANNED_KEY``)
+_BY_KEY = """
+FROM unnest(%s::bigint[]) AS asked(url_hash) CROSS JOIN LATERAL (
     SELECT url, state FROM page_states
     WHERE crawl = (SELECT %s) AND geoweb_url_hash(url) = asked.url_hash OFFSET 0
 ) s
 """
+LOAD = f"SELECT s.url, s.state {_BY_KEY}"
 
 # The scalars of a state, cast in SQL so that the driver converts them in C rather than decoding a JSON value
 # of each; the links and resources are left in the database
@@ -37,14 +38,10 @@ SCALARS = {
 }
 _SCALAR_COLUMNS = ", ".join(f"(state->>'{name}')::{sql_type}" for name, sql_type in SCALARS.items())
 
-# ``pagestates.Brief`` of the states of a crawl (%s) by their URLs' keys (%s), looked up as LOAD does
+# ``pagestates.Brief`` of the states of a crawl (%s) by their URLs' keys (%s)
 BRIEFS = f"""
 SELECT s.url, {_SCALAR_COLUMNS}, coalesce(jsonb_array_length(state->'resources') > 0, false),
-    (state->'admitted'->>'level')::int, state->'admitted'->>'by'
-FROM unnest(%s::bigint[]) AS asked(url_hash) CROSS JOIN LATERAL (
-    SELECT url, state FROM page_states
-    WHERE crawl = (SELECT %s) AND geoweb_url_hash(url) = asked.url_hash OFFSET 0
-) s
+    (state->'admitted'->>'level')::int, state->'admitted'->>'by' {_BY_KEY}
 """
 
 _UPSERT = """
