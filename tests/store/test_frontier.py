@@ -56,10 +56,10 @@ def test_the_keys_and_origins_python_computes_are_the_databases(store):
 
 
 def test_the_shards_python_computes_are_the_databases(store):
-    """``shard_of`` and the schema's ``geoweb_crc32`` agree, so links carried over in SQL join their origin's
+    """``shard_of`` and the schema's ``geoweb_shard`` agree, so links carried over in SQL join their origin's
     shard (``Frontier.carry_over``)."""
     origins = [origin(url) for url in KEY_URLS] + ORIGINS[:50] + [""]
-    assert rows(store, "SELECT geoweb_crc32(o) %% 8 FROM unnest(%s::text[]) AS o", origins) == [
+    assert rows(store, "SELECT geoweb_shard(o, 8) FROM unnest(%s::text[]) AS o", origins) == [
         (shard_of(o, 8),) for o in origins
     ]
 

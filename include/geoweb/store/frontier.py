@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import zlib
 from collections.abc import Collection, Iterator
 
 import psycopg2
@@ -156,31 +155,27 @@ WITH pages (url, level, keyword, followed) AS (
 )
 """
 # One pass in key order, as a crawl task's commit writes (``_write``) but in one statement: the pages fetched,
-# their links' URLs new to the run added in their origin's shard (``shard_of``, computed once per origin), and
+# their links' URLs new to the run added in their origin's shard (``geoweb_shard``, as ``shard_of``), and
 # a link to a URL still to fetch at a deeper level gives it this level, its source and score (``SHALLOWER``).
 # A link the run's row would not change is left out before the insert, looked up without a lock: the insert's
 # conflict clause locks every row it meets, updated or not, and most links lead to URLs the run has.
 _CARRIED_ROWS = f"""{_CARRIED}, written AS MATERIALIZED (
-    SELECT *, geoweb_origin(url) AS origin FROM (
-        SELECT DISTINCT ON (url_hash) * FROM (
-            SELECT url, geoweb_url_hash(url) AS url_hash, level, NULL::bigint AS source_hash, keyword,
-                0::double precision AS score, '{URLStatus.FETCHED}'::geoweb_url_status AS status
-            FROM pages
-            UNION ALL
-            SELECT url, url_hash, level, source_hash, keyword, score, '{URLStatus.DISCOVERED}' FROM linked l
-            WHERE NOT EXISTS (
-                SELECT FROM frontier WHERE run_key = {RUN_KEY} AND geoweb_url_hash(url) = l.url_hash
-                    AND (status <> '{URLStatus.DISCOVERED}' OR level <= l.level) OFFSET 0
-            )
-        ) rows ORDER BY url_hash, status = '{URLStatus.DISCOVERED}'
-    ) unique_rows
-), origins AS (
-    SELECT origin, geoweb_crc32(origin) %% %(shards)s AS shard FROM (SELECT DISTINCT origin FROM written) o
+    SELECT DISTINCT ON (url_hash) * FROM (
+        SELECT url, geoweb_url_hash(url) AS url_hash, level, NULL::bigint AS source_hash, keyword,
+            0::double precision AS score, '{URLStatus.FETCHED}'::geoweb_url_status AS status
+        FROM pages
+        UNION ALL
+        SELECT url, url_hash, level, source_hash, keyword, score, '{URLStatus.DISCOVERED}' FROM linked l
+        WHERE NOT EXISTS (
+            SELECT FROM frontier WHERE run_key = {RUN_KEY} AND geoweb_url_hash(url) = l.url_hash
+                AND (status <> '{URLStatus.DISCOVERED}' OR level <= l.level) OFFSET 0
+        )
+    ) rows ORDER BY url_hash, status = '{URLStatus.DISCOVERED}'
 )
 INSERT INTO frontier AS f (run_key, url, level, shard, source_hash, keyword, score, status, updated_at)
-SELECT {RUN_KEY}, w.url, w.level, o.shard, w.source_hash, w.keyword, w.score, w.status,
-    CASE WHEN w.status <> '{URLStatus.DISCOVERED}' THEN now() END
-FROM written w JOIN origins o USING (origin)
+SELECT {RUN_KEY}, w.url, w.level, geoweb_shard(geoweb_origin(w.url), %(shards)s), w.source_hash, w.keyword,
+    w.score, w.status, CASE WHEN w.status <> '{URLStatus.DISCOVERED}' THEN now() END
+FROM written w
 ORDER BY w.url_hash
 ON CONFLICT (run_key, geoweb_url_hash(url)) DO UPDATE SET
     status = EXCLUDED.status, error_reason = NULL, error_message = NULL,
@@ -217,10 +212,11 @@ def url_hash(url: str) -> int:
 
 
 def shard_of(origin: str, shards: int) -> int:
-    """The shard of an origin: crc32, stable across processes (``hash()`` is salted per process)."""
+    """The shard of an origin: the first 32 bits of its MD5, stable across processes (``hash()`` is salted per
+    process), as ``geoweb_shard`` in SQL."""
     if shards < 1:
         raise ValueError(f"shards must be at least 1, not {shards}")
-    return zlib.crc32(origin.encode("utf-8", "replace")) % shards
+    return int.from_bytes(hashlib.md5(origin.encode("utf-8", "replace")).digest()[:4], "big") % shards
 
 
 def outcome(page: Page) -> tuple[URLStatus, str | None, str | None]:
