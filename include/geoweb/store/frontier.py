@@ -23,7 +23,7 @@ from geoweb.links.normalize import origin
 from geoweb.links.priority import kept_count
 from geoweb.models import DeferReason, Link, Page, RunStatus, URLStatus
 from geoweb.store.clean import MAX_URL_BYTES, Cleaner, storable_url
-from geoweb.store.repository import PAGE_SIZE, Repository
+from geoweb.store.repository import PAGE_SIZE, Repository, sql_array
 from geoweb.store.resources import upsert_run_resources
 from geoweb.store.rows import ResourceRows, resource_rows
 
@@ -471,7 +471,7 @@ class Frontier(Repository):
         """Carry pages over unasked in SQL, given as (url, level, search keyword, whether its links are
         followed), in one transaction: their rows fetched and, for those followed, the links ``crawl`` keeps of
         them one level down. Redone, it changes nothing."""
-        urls, levels, keywords, followed = (list(column) for column in zip(*pages, strict=True))
+        urls, levels, keywords, followed = (sql_array(column) for column in zip(*pages, strict=True))
         carried = {"run_id": run_id, "crawl": crawl, "urls": urls, "levels": levels, "keywords": keywords,
                    "followed": followed}  # fmt: skip
         with self._transaction() as cur:
@@ -518,8 +518,9 @@ class Frontier(Repository):
     def _keywords(self, run_id: str, urls: list[str]) -> dict[str, str | None]:
         with self._transaction() as cur:
             cur.execute(
-                f"SELECT url, keyword FROM frontier WHERE run_key = {RUN_KEY} AND geoweb_url_hash(url) = ANY(%(hashes)s)",
-                {"run_id": run_id, "hashes": [url_hash(url) for url in urls]},
+                f"SELECT url, keyword FROM frontier WHERE run_key = {RUN_KEY} "
+                "AND geoweb_url_hash(url) = ANY(%(hashes)s::bigint[])",
+                {"run_id": run_id, "hashes": sql_array(url_hash(url) for url in urls)},
             )
             return dict(cur.fetchall())
 

@@ -10,7 +10,7 @@ from psycopg2.extras import execute_values
 
 from geoweb.crawl.pagestates import Brief, PageState, RevisitKey, page_state, revisit_cutoff, state_values
 from geoweb.store.frontier import url_hash
-from geoweb.store.repository import PAGE_SIZE, Repository
+from geoweb.store.repository import PAGE_SIZE, Repository, sql_array
 
 CUTOFF_BATCH = 10_000  # states read per round trip when a run draws its revisit cutoff
 
@@ -57,7 +57,7 @@ class PageStatesTable(Repository):
         """The states ``crawl`` keeps of ``urls`` (those it has)."""
         asked = set(urls)
         with self._transaction() as cur:
-            cur.execute(LOAD, ([url_hash(url) for url in asked], crawl))
+            cur.execute(LOAD, (sql_array(url_hash(url) for url in asked), crawl))
             # a row of another URL with the same key is not one asked for
             return {url: page_state(state) for url, state in cur.fetchall() if url in asked}
 
@@ -65,7 +65,7 @@ class PageStatesTable(Repository):
         """``Brief`` of the states ``crawl`` keeps of ``urls`` (those it has)."""
         asked = set(urls)
         with self._transaction() as cur:
-            cur.execute(BRIEFS, ([url_hash(url) for url in asked], crawl))
+            cur.execute(BRIEFS, (sql_array(url_hash(url) for url in asked), crawl))
             return {
                 url: Brief(_scalar_state(scalars), resources, level, by)
                 for url, *scalars, resources, level, by in cur.fetchall()
