@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import uuid
 
 from aiohttp import web
@@ -181,6 +182,53 @@ def test_pages_asked_again_and_unchanged_give_the_links_their_states_keep_as_adm
         assert 0.375 not in link_scores(third_id).values()
         kept = store.page_states.load(conf["crawl"], [site.url("/")])[site.url("/")].admitted
         assert kept["by"] != "another admission" and len(kept["links"]) == 6
+
+
+def test_damaged_kept_states_are_logged_and_their_pages_read_as_new_the_others_carried_over(
+    postgis_dsn, caplog
+):
+    """A state damaged in the table does not stop a run: it is logged, its page read whole as a new one and its
+    state written anew, and the other pages are carried over as before. Admitted links that do not read fail
+    the carry in SQL; a scalar that does not cast fails the brief reads and the revisit cutoff, which then
+    read the states whole."""
+    pages = index_and_six_pages()
+    with ValidatingServer(pages) as site, Store(postgis_dsn) as store:
+        conf = {"seeds": [site.url("/")], "allowed_hosts": [site.hostport], "max_level": 1, "shards": 2,
+                "crawl": f"test-{uuid.uuid4().hex[:8]}", "revisit_budget": 0}  # fmt: skip
+
+        def damage(path: str, state: str) -> None:
+            with store.transaction() as cur:
+                cur.execute(
+                    f"UPDATE page_states SET state = {state} WHERE crawl = %s AND url = %s",
+                    (conf["crawl"], site.url(path)),
+                )
+
+        def run_again() -> tuple[str, dict]:
+            site.conditional.clear()
+            caplog.clear()
+            return harvest(store, HarvestParams.from_conf(conf))
+
+        harvest(store, HarvestParams.from_conf(conf))
+        caplog.set_level(logging.WARNING)
+        damage("/", "jsonb_set(state, '{admitted,links,0,1}', '\"high\"')")
+        second_id, second = run_again()
+        assert site.conditional == [("/", None)]
+        assert second["urls"] == 7 and second["costs"]["not_due"] == 6
+        assert "the kept links of 1 pages do not read" in caplog.text
+        assert f"the kept state of {site.url('/')} is damaged (admitted links" in caplog.text
+        assert {url for url, level, *_ in frontier(store, second_id) if level == 1} == {
+            site.url(f"/p{i}.html") for i in range(6)
+        }
+        kept = store.page_states.load(conf["crawl"], [site.url("/")])[site.url("/")]
+        assert {type(score) for _, score in kept.admitted["links"]} == {float}
+
+        damage("/p0.html", "jsonb_set(state, '{visits}', '\"many\"')")
+        _, third = run_again()
+        assert site.conditional == [("/p0.html", None)]
+        assert third["urls"] == 7 and third["costs"]["not_due"] == 6
+        assert "a kept state does not read brief" in caplog.text
+        assert f"the kept state of {site.url('/p0.html')} is damaged ('visits' is 'many')" in caplog.text
+        assert store.page_states.load(conf["crawl"], [site.url("/p0.html")])[site.url("/p0.html")].visits == 0
 
 
 def frontier(store: Store, run_id: str) -> set[tuple]:

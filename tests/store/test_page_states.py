@@ -3,9 +3,13 @@ needs, the links and resources left in the database."""
 
 from __future__ import annotations
 
+import json
+import re
 import uuid
 
-from geoweb.crawl.pagestates import READERS, PageState, due_anyway, revisit_key
+import pytest
+
+from geoweb.crawl.pagestates import READERS, PageState, due_anyway, page_state, revisit_key, state_values
 
 
 def test_a_brief_state_decides_as_the_whole_one(store):
@@ -36,3 +40,31 @@ def test_a_brief_state_decides_as_the_whole_one(store):
         (True, None, None),
         (False, None, None),
     ]
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"visits": "many"}, "'visits' is 'many'"),
+        ({"read_at": None}, "'read_at' is None"),
+        ({"links": [["http://a.example/"]]}, "a link is not a pair of texts"),
+        ({"links": [[5, "text"]]}, "a link is not a pair of texts"),
+        ({"admitted": {"level": 1, "by": "x", "links": [["http://a.example/", "high"]]}}, "admitted links"),
+        ({"admitted": {"level": "1", "by": "x", "links": []}}, "admitted links"),
+        ({"admitted": {"by": "x", "links": []}}, "admitted links"),
+        ({"no_such_field": 1}, "no field 'no_such_field'"),
+    ],
+)
+def test_a_damaged_state_is_refused_naming_what_is_wrong(values, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        page_state(values)
+
+
+def test_a_sound_state_with_every_field_set_reads_back_as_it_was():
+    state = PageState(
+        etag='"e"', last_modified="Tue, 01 Dec 2026 00:00:00 GMT", signature="s",
+        links=[("http://a.example/next", "next")], resources=[{"url": "http://a.example/a.kml", "type": "KML"}],
+        read_at=1e9, visits=3, changes=1, visited_at=1.5e9, visit_seconds=8e5, level=2, size=1234, gone_runs=1,
+        readers=READERS, admitted={"level": 2, "by": "admission", "links": [["http://a.example/next", 0.25]]},
+    )  # fmt: skip
+    assert page_state(json.loads(json.dumps(state_values(state)))) == state

@@ -593,11 +593,45 @@ def _loaded(saved: dict) -> dict[str, PageState]:
     return pages
 
 
+# The JSON types of a state's values: a value of another type is a damaged state
+_NUMBER = (int, float)
+_OPTIONAL_TEXT = (str, type(None))
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "etag": _OPTIONAL_TEXT, "last_modified": _OPTIONAL_TEXT, "signature": _OPTIONAL_TEXT, "links": (list,),
+    "resources": (list,), "read_at": _NUMBER, "visits": (int,), "changes": (int,), "visited_at": _NUMBER,
+    "visit_seconds": _NUMBER, "level": (int,), "size": (int,), "gone_runs": (int,), "readers": (str,),
+    "admitted": (dict, type(None)),
+}  # fmt: skip
+
+
 def page_state(values: dict) -> PageState:
-    """A PageState from its JSON form (a state file's, the page_states table's)."""
+    """A PageState from its JSON form (a state file's, the page_states table's). ValueError when a value is not
+    of its field's type, a link not a pair of texts, or the admitted links not [url, score] pairs: the state
+    is damaged."""
     values = dict(values)
+    for name, value in values.items():
+        if not isinstance(value, _FIELD_TYPES.get(name, ())):
+            raise ValueError(f"{name!r} is {value!r:.80}" if name in _FIELD_TYPES else f"no field {name!r}")
     values["links"] = [link if type(link) is tuple else tuple(link) for link in values.get("links", [])]
+    if not all(len(link) == 2 and type(link[0]) is str and type(link[1]) is str for link in values["links"]):
+        raise ValueError("a link is not a pair of texts")
+    if (admitted := values.get("admitted")) is not None and not _admitted_links(admitted):
+        raise ValueError(f"admitted links {admitted!r:.80}")
     values.setdefault("readers", "")  # kept before readers were: read by other code
     if "visited_at" not in values:  # kept without visit times: its intervals are unknown, its counts restart
         values.update(visits=0, changes=0, visited_at=values.get("read_at", 0.0))
     return PageState(**values)
+
+
+def _admitted_links(admitted: dict) -> bool:
+    """Whether ``PageState.admitted`` has its level, admission and [url, score] pairs."""
+    links = admitted.get("links")
+    return (
+        type(admitted.get("level")) is int
+        and type(admitted.get("by")) is str
+        and type(links) is list
+        and all(
+            type(link) is list and len(link) == 2 and type(link[0]) is str and type(link[1]) in _NUMBER
+            for link in links
+        )
+    )

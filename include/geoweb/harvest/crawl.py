@@ -26,6 +26,7 @@ from geoweb.crawl import CrawlReport
 from geoweb.crawl.engine import Crawler
 from geoweb.crawl.factory import open_crawler
 from geoweb.crawl.pagestates import UNREACHED_SECONDS, Brief, PageStates, Unchanged, Verdict
+from geoweb.errors import StoreError
 from geoweb.harvest.pagebuffer import PageBuffer
 from geoweb.harvest.params import HarvestParams
 from geoweb.links.filters import URLFilters
@@ -298,7 +299,7 @@ class ShardRun:
                 self.states.pages.update((url, brief.state) for url, brief in briefs.items())
                 carried = [row for row in fresh if self.carried_in_sql(*row[:2], briefs.get(row[1]))]
                 if carried:
-                    self.carry(carried)
+                    self.carry(carried)  # those it cannot carry are given
                 given = [url for url in briefs if url not in self.handed]
                 for url in given:
                     del self.states.pages[url]
@@ -325,10 +326,11 @@ class ShardRun:
 
     def carry(self, rows: list[tuple[int, str, str | None, str | None, float]]) -> None:
         """Carry pages over in SQL (``Frontier.carry_over``), counted as the engine counts those it carries
-        over unasked; their states leave memory unchanged."""
+        over unasked; their states leave memory unchanged. Pages it cannot carry stay to be given."""
         begun = time.monotonic()
         pages = [(url, level, keyword, level < self.params.max_level) for level, url, _, keyword, _ in rows]
-        self.store.frontier.carry_over(self.run_id, self.crawl, pages, self.params.shards)
+        if not self.store.frontier.carry_over(self.run_id, self.crawl, pages, self.params.shards):
+            return
         for level, url, *_ in rows:
             self.carried[level] += 1
             self.carried_bytes += self.states.pages.pop(url).size
@@ -352,7 +354,11 @@ class ShardRun:
         kept = [page for page in pages if page.url in self.states.links_kept]
         if kept:
             carried = [(page.url, page.level, self.keyword_of.get(page.url), True) for page in kept]
-            self.store.frontier.carry_over(self.run_id, self.crawl, carried, self.params.shards)
+            # their states were read whole and sound (``page_state``): their links read in SQL too
+            if not self.store.frontier.carry_over(self.run_id, self.crawl, carried, self.params.shards):
+                raise StoreError(
+                    f"{len(kept)} pages asked again could not be committed with their kept links"
+                )
             self.links_in_sql += len(kept)
         committed = [page for page in pages if page.url not in self.states.links_kept]
         self.store.frontier.commit_pages(self.run_id, committed, self.params.shards, self.keyword_of)

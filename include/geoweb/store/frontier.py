@@ -23,7 +23,7 @@ from geoweb.links.normalize import origin
 from geoweb.links.priority import kept_count
 from geoweb.models import DeferReason, Link, Page, RunStatus, URLStatus
 from geoweb.store.clean import MAX_URL_BYTES, Cleaner, storable_url
-from geoweb.store.repository import PAGE_SIZE, Repository, sql_array
+from geoweb.store.repository import PAGE_SIZE, Repository, error_line, sql_array
 from geoweb.store.resources import upsert_run_resources
 from geoweb.store.rows import ResourceRows, resource_rows
 
@@ -467,15 +467,22 @@ class Frontier(Repository):
 
     def carry_over(
         self, run_id: str, crawl: str, pages: list[tuple[str, int, str | None, bool]], shards: int
-    ) -> None:
+    ) -> bool:
         """Carry pages over unasked in SQL, given as (url, level, search keyword, whether its links are
         followed), in one transaction: their rows fetched and, for those followed, the links ``crawl`` keeps of
-        them one level down. Redone, it changes nothing."""
+        them one level down. Redone, it changes nothing. False, with nothing written, when the links a state
+        keeps do not read (a damaged state): the pages are then the engine's to read."""
         urls, levels, keywords, followed = (sql_array(column) for column in zip(*pages, strict=True))
         carried = {"run_id": run_id, "crawl": crawl, "urls": urls, "levels": levels, "keywords": keywords,
                    "followed": followed}  # fmt: skip
-        with self._transaction() as cur:
-            cur.execute(_CARRIED_ROWS, carried | {"shards": shards})
+        try:
+            with self._transaction() as cur:
+                cur.execute(_CARRIED_ROWS, carried | {"shards": shards})
+        except (psycopg2.DataError, psycopg2.IntegrityError) as exc:
+            log.warning("crawl %s: the kept links of %d pages do not read (%s); not carried over in SQL",
+                        crawl, len(pages), error_line(exc))  # fmt: skip
+            return False
+        return True
 
     def deferred_by_reason(self, run_id: str) -> dict[str, int]:
         """The run's deferred URLs per ``DeferReason``, most first."""

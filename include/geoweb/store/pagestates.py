@@ -4,13 +4,17 @@ read for the URLs a shard is about to fetch and written as their pages are commi
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+import logging
+from collections.abc import Iterable, Iterator, Mapping
 
+import psycopg2
 from psycopg2.extras import execute_values
 
 from geoweb.crawl.pagestates import Brief, PageState, RevisitKey, page_state, revisit_cutoff, state_values
 from geoweb.store.frontier import url_hash
-from geoweb.store.repository import PAGE_SIZE, Repository, sql_array
+from geoweb.store.repository import PAGE_SIZE, Repository, error_line, sql_array
+
+log = logging.getLogger(__name__)
 
 CUTOFF_BATCH = 10_000  # states read per round trip when a run draws its revisit cutoff
 
@@ -59,18 +63,23 @@ class PageStatesTable(Repository):
         with self._transaction() as cur:
             cur.execute(LOAD, (sql_array(url_hash(url) for url in asked), crawl))
             # a row of another URL with the same key is not one asked for
-            return {url: page_state(state) for url, state in cur.fetchall() if url in asked}
+            return dict(_sound(crawl, ((url, state) for url, state in cur.fetchall() if url in asked)))
 
     def briefs(self, crawl: str, urls: Iterable[str]) -> dict[str, Brief]:
-        """``Brief`` of the states ``crawl`` keeps of ``urls`` (those it has)."""
+        """``Brief`` of the states ``crawl`` keeps of ``urls`` (those it has). Where a value does not cast,
+        the states are read whole instead, and a damaged one is left out (``load``)."""
         asked = set(urls)
-        with self._transaction() as cur:
-            cur.execute(BRIEFS, (sql_array(url_hash(url) for url in asked), crawl))
-            return {
-                url: Brief(_scalar_state(scalars), resources, level, by)
-                for url, *scalars, resources, level, by in cur.fetchall()
-                if url in asked
-            }
+        try:
+            with self._transaction() as cur:
+                cur.execute(BRIEFS, (sql_array(url_hash(url) for url in asked), crawl))
+                return {
+                    url: Brief(_scalar_state(scalars), resources, level, by)
+                    for url, *scalars, resources, level, by in cur.fetchall()
+                    if url in asked
+                }
+        except psycopg2.DataError as exc:
+            _reading_whole(crawl, exc)
+        return {url: _brief(state) for url, state in self.load(crawl, asked).items()}
 
     def save(self, crawl: str, states: Mapping[str, PageState], gone: Iterable[str] = ()) -> None:
         """Keep ``states`` for ``crawl``, and forget the URLs ``gone`` (they answered 404 or 410), in one
@@ -91,11 +100,18 @@ class PageStatesTable(Repository):
         """The revisit key of the last URL ``crawl`` keeps that a run asks again, within ``budget`` URLs and
         ``budget_bytes`` (``pagestates.revisit_cutoff``), its states streamed with what the order needs and
         nothing more."""
-        with self.conn, self.conn.cursor(name="revisit_cutoff") as cur:
+        try:
+            with self.conn, self.conn.cursor(name="revisit_cutoff") as cur:
+                cur.itersize = CUTOFF_BATCH
+                cur.execute(f"SELECT url, {_SCALAR_COLUMNS} FROM page_states WHERE crawl = %s", (crawl,))
+                kept = ((url, _scalar_state(values)) for url, *values in cur)
+                return revisit_cutoff(kept, now, budget, budget_bytes)
+        except psycopg2.DataError as exc:
+            _reading_whole(crawl, exc)
+        with self.conn, self.conn.cursor(name="revisit_cutoff_whole") as cur:
             cur.itersize = CUTOFF_BATCH
-            cur.execute(f"SELECT url, {_SCALAR_COLUMNS} FROM page_states WHERE crawl = %s", (crawl,))
-            kept = ((url, _scalar_state(values)) for url, *values in cur)
-            return revisit_cutoff(kept, now, budget, budget_bytes)
+            cur.execute("SELECT url, state FROM page_states WHERE crawl = %s", (crawl,))
+            return revisit_cutoff(_sound(crawl, cur), now, budget, budget_bytes)
 
     def forget_unreached(self, crawl: str, seconds: float) -> int:
         """Forget the URLs of ``crawl`` no run has reached for ``seconds`` (``pagestates.UNREACHED_SECONDS``):
@@ -111,6 +127,27 @@ class PageStatesTable(Repository):
         with self._transaction() as cur:
             cur.execute("SELECT count(*) FROM page_states WHERE crawl = %s", (crawl,))
             return cur.fetchone()[0]
+
+
+def _sound(crawl: str, rows: Iterable[tuple[str, dict]]) -> Iterator[tuple[str, PageState]]:
+    """(url, state) of the rows whose state is sound; a damaged one is logged and left out, its page read as
+    new and its state written anew."""
+    for url, values in rows:
+        try:
+            yield url, page_state(values)
+        except (ValueError, TypeError, AttributeError) as exc:
+            log.warning(
+                "crawl %s: the kept state of %s is damaged (%s); the page is read as new", crawl, url, exc
+            )
+
+
+def _reading_whole(crawl: str, exc: psycopg2.DataError) -> None:
+    log.warning("crawl %s: a kept state does not read brief (%s); reading them whole", crawl, error_line(exc))
+
+
+def _brief(state: PageState) -> Brief:
+    admitted = state.admitted or {}
+    return Brief(state, bool(state.resources), admitted.get("level"), admitted.get("by"))
 
 
 def _scalar_state(values: list) -> PageState:

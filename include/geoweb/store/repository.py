@@ -37,6 +37,11 @@ def json_text(value: dict, subject: str) -> str:
     return text
 
 
+def error_line(exc: Exception) -> str:
+    """The first line of a database error: its message without the context PostgreSQL adds."""
+    return str(exc).partition("\n")[0]
+
+
 def sql_array(values: Iterable[str | int | bool | None]) -> str:
     """The text form of a PostgreSQL array of ``values``, for a ``%s::type[]`` parameter. The server reads it
     as one value; a list, which psycopg2 sends as ``ARRAY[...]``, costs it an expression per element to parse
