@@ -193,8 +193,9 @@ def web():
 def test_the_run_summary_holds_the_curve_of_the_in_process_crawl(postgis_dsn, web):
     """The same web, the same budget: the harvest follows the links the in-process crawl follows, and its
     summary's recall curve (from the frontier) is the one the crawl computed from its pages."""
+    # a crawl of its own: one named after the seeds could meet the states of another run on the same ports
     conf = {"seeds": [web.url("A"), web.url("B")], "allowed_hosts": web.allowed_hosts, "max_level": 2,
-            "shards": 4, "link_budget": 0.5}  # fmt: skip
+            "shards": 4, "link_budget": 0.5, "crawl": f"curve-{uuid.uuid4().hex[:8]}"}  # fmt: skip
     params = HarvestParams.from_conf(conf)
     out = io.StringIO()
     report = asyncio.run(crawl_to_jsonl(list(params.seeds), params.settings(), params.types, out))

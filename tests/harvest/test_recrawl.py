@@ -263,6 +263,29 @@ def test_a_revisit_budget_holds_in_the_run_after_the_first(postgis_dsn):
         assert second["costs"]["not_due"] == 4 and second["urls"] == 7
 
 
+def test_a_time_budget_asks_again_as_many_pages_as_the_last_run_asked_in_that_time(postgis_dsn, caplog):
+    """A time budget is a revisit budget too: the requests the crawl's last run sent per second of its wall
+    time, times the budget, go to the known pages likeliest to have changed; the others are carried over."""
+    pages = index_and_six_pages()
+    with ValidatingServer(pages) as site, Store(postgis_dsn) as store:
+        conf = {"seeds": [site.url("/")], "allowed_hosts": [site.hostport], "max_level": 1, "shards": 2,
+                "crawl": f"test-{uuid.uuid4().hex[:8]}"}  # fmt: skip
+        first_id, _ = harvest(store, HarvestParams.from_conf(conf))
+        with store.transaction() as cur:  # the first run took 70 s
+            cur.execute(
+                "UPDATE crawl_runs SET started_at = finished_at - interval '70 seconds' WHERE run_id = %s",
+                (first_id,),
+            )
+        requests = store.runs.costs(first_id)["requests"]
+        seconds = 3.5 * 70 / requests  # 3.5 of the first run's requests, well past the second run's wall time
+        site.conditional.clear()
+        caplog.set_level(logging.INFO, logger="geoweb.harvest")
+        _, second = harvest(store, HarvestParams.from_conf(conf | {"time_budget_hours": seconds / 3600}))
+        assert len(site.conditional) == 3 and all(sent for _, sent in site.conditional)
+        assert second["costs"]["not_due"] == 4 and second["urls"] == 7
+        assert "3 requests fit the time budget" in caplog.text
+
+
 def test_a_revisit_budget_in_megabytes_asks_the_pages_whose_last_reads_fit_in_it(postgis_dsn):
     """The index (156 bytes) and its pages (32 bytes each) were read once: equal in worth, the index first by
     its level. 220 bytes take the index and two pages; with a budget of two pages as well, the index and one

@@ -28,7 +28,7 @@ from geoweb.crawl.factory import open_crawler
 from geoweb.crawl.pagestates import UNREACHED_SECONDS, Brief, PageStates, Unchanged, Verdict
 from geoweb.errors import StoreError
 from geoweb.harvest.pagebuffer import PageBuffer
-from geoweb.harvest.params import HarvestParams
+from geoweb.harvest.params import HarvestParams, budget_seconds
 from geoweb.links.filters import URLFilters
 from geoweb.models import LevelStats, Link, Page, Record, RunStatus
 from geoweb.store import Store
@@ -57,8 +57,16 @@ def start_run(store: Store, run_id: str, params: HarvestParams) -> int:
 
 
 def _draw_revisit_cutoff(store: Store, run_id: str, params: HarvestParams) -> None:
-    """With a revisit budget, the known pages the run asks again, drawn once for all its shards."""
+    """With a revisit budget, the known pages the run asks again, drawn once for all its shards. A time budget
+    is one too: the requests the crawl's last run sent in that time, spent on the pages likeliest to have
+    changed rather than on those first in crawl order."""
     budget, budget_bytes = params.revisit_budget, params.revisit_bytes()
+    paced = params.time_budget_hours is not None and not params.full_recrawl
+    if paced and (pace := store.runs.pace(params.crawl_name())) is not None:
+        fit = int(pace * budget_seconds(params.time_budget_hours))
+        log.info("run %s: %d requests fit the time budget at the %.1f per second of the crawl's last run",
+                 run_id, fit, pace)  # fmt: skip
+        budget = fit if budget is None else min(budget, fit)
     if (budget is None and budget_bytes is None) or params.full_recrawl:
         store.runs.set_revisit_cutoff(run_id, None)
         return

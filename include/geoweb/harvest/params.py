@@ -303,7 +303,9 @@ class HarvestParams:
         None,
         "Hours the run sends requests for, from its start: past them it asks nothing more, carries over "
         "unasked the pages its crawl knows (with their links and resources) and defers the URLs new to it "
-        "(reason run_time_budget; a run with catch_up takes them). Empty (the default): no limit.",
+        "(reason run_time_budget; a run with catch_up takes them). The known pages it asks again are those "
+        "likeliest to have changed, as many as the crawl's last run asked in that time (a revisit budget; "
+        "with revisit_budget too, the smaller). Empty (the default): no limit.",
         section=POLITENESS,
         optional=True,
         type="number",

@@ -152,6 +152,20 @@ class Runs(Repository):
             (run, dict(zip(COST_FIELDS, map(int, values), strict=True))) for run, *values in reversed(rows)
         ]
 
+    def pace(self, crawl: str) -> float | None:
+        """Requests per second of the last successful run of ``crawl``, over its whole wall time; None without
+        one that sent a request."""
+        with self._transaction() as cur:
+            cur.execute(
+                "SELECT sum(c.requests) / greatest(extract(epoch FROM r.finished_at - r.started_at), 1) "
+                "FROM crawl_runs r JOIN crawl_costs c USING (run_id) "
+                "WHERE r.run_id = (SELECT run_id FROM crawl_runs WHERE crawl = %s AND status = %s "
+                "ORDER BY finished_at DESC LIMIT 1) GROUP BY r.run_id, r.started_at, r.finished_at",
+                (crawl, RunStatus.SUCCESS),
+            )
+            row = cur.fetchone()
+        return float(row[0]) if row and row[0] else None
+
     # --- levels ---
 
     def save_level_stats(self, run_id: str, level: int, shard: int, stats: LevelStats) -> None:
