@@ -283,7 +283,7 @@ def _print_line(record: dict) -> None:
 
 def _crawl(args) -> int:
     from geoweb.crawl.jsonl import crawl_to_jsonl
-    from geoweb.crawl.pagestates import PageStates
+    from geoweb.crawl.pagestates import PageStates, paced_budget
 
     seeds = list(args.seeds or ())
     if args.seeds_file:
@@ -306,6 +306,8 @@ def _crawl(args) -> int:
     # read before the output is emptied: a state file it cannot read leaves the last run's output as it was
     revisit_bytes = budget_bytes(args.revisit_megabytes)
     states = PageStates(args.state, args.revisit_budget, revisit_bytes=revisit_bytes) if args.state else None
+    if states is not None:
+        states.revisit_budget = paced_budget(states.revisit_budget, states.pace, settings.run_time_budget)
     out = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")  # noqa: SIM115
     try:
         report = asyncio.run(crawl_to_jsonl(seeds, settings, types, out, states))

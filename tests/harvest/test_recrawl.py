@@ -283,7 +283,7 @@ def test_a_time_budget_asks_again_as_many_pages_as_the_last_run_asked_in_that_ti
         _, second = harvest(store, HarvestParams.from_conf(conf | {"time_budget_hours": seconds / 3600}))
         assert len(site.conditional) == 3 and all(sent for _, sent in site.conditional)
         assert second["costs"]["not_due"] == 4 and second["urls"] == 7
-        assert "3 requests fit the time budget" in caplog.text
+        assert "revisit budget of 3 pages" in caplog.text
 
 
 def test_a_revisit_budget_in_megabytes_asks_the_pages_whose_last_reads_fit_in_it(postgis_dsn):

@@ -293,6 +293,13 @@ def test_geoweb_crawl_keeps_its_state_between_runs_and_says_what_it_carried_over
         site.requests.clear()
         fifth, said = geoweb_crawl("--time-budget-hours", "1e-12")  # spent as it begins
         assert fifth == third and site.requests == Counter() and "time budget of 0 s is spent" in said
+        # a time budget is a revisit budget at the pace of the last run that sent requests
+        saved = json.loads(gzip.decompress(state.read_bytes()))
+        assert saved["pace"] > 0
+        state.write_bytes(gzip.compress(json.dumps(saved | {"pace": 0.05}).encode()))
+        sixth, _ = geoweb_crawl("--time-budget-hours", str(30 / 3600))  # 1.5 requests at that pace
+        assert sixth == third
+        assert len(set(site.requests) - {"/robots.txt", "/liar.html", "/gone.kml"}) == 1
 
 
 @contextmanager
@@ -338,6 +345,7 @@ def serving(site: Site) -> Iterator[int]:
         gzip.compress(b'{"version": 1, "pages": {"p": {"no_such_field": 1}}}'),
         gzip.compress(b"[1, 2]"),
         gzip.compress(b'{"version": 3, "urls": [], "pages": {}}'),  # a version this geoweb does not know
+        gzip.compress(b'{"version": 2, "urls": [], "pages": {}, "pace": "fast"}'),
     ],
 )
 def test_a_broken_state_file_stops_geoweb_crawl_with_one_line_and_is_left_as_it_was(tmp_path, content):

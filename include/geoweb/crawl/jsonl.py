@@ -65,6 +65,8 @@ async def crawl_to_jsonl(
         for record, verdict in states.not_found_again(found_keys):
             await write_line(out, {**record, "verdict": verdict})
         out.flush()
+        if report.requests and report.seconds > 0:  # a run that sent none keeps the pace of the one before
+            states.pace = report.requests / report.seconds
         states.save()
         log.info(
             "the crawl's state holds %d pages; this run added %.0f MB to it, held besides max_memory_bytes",

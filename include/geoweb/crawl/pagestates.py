@@ -224,6 +224,16 @@ def revisits(pages: Mapping[str, PageState], now: float, budget: int) -> set[str
 NONE_DUE: RevisitKey = (-sys.float_info.max, -1, -sys.float_info.max, "")  # before every key
 
 
+def paced_budget(budget: int | None, pace: float | None, seconds: float) -> int | None:
+    """The revisit budget of a run with a time budget of ``seconds``: the requests its crawl's last run sent
+    in that time at ``pace`` per second, within ``budget`` (None: none). Spent on the pages likeliest to have
+    changed, they are asked rather than those first in crawl order until the time is out."""
+    if pace is None or not seconds:
+        return budget
+    fit = int(pace * seconds)
+    return fit if budget is None else min(budget, fit)
+
+
 def revisit_cutoff(
     pages: Iterable[tuple[str, PageState]], now: float, budget: int | None, budget_bytes: int | None = None
 ) -> RevisitKey | None:
@@ -294,6 +304,7 @@ class PageStates:
         # (when it was drawn, the key of the last URL revisited): drawn from the budget at the first URL asked
         # about, or given (a crawl DAG run draws it once for all its shards)
         self.cutoff = cutoff
+        self.pace: float | None = None  # requests per second of the run that saved the state file
         self.pages: dict[str, PageState] = {}
         self.visited: set[str] = set()  # URLs this run fetched or carried over
         self.readmitted: set[str] = set()  # URLs carried over unasked whose admitted links were kept anew
@@ -304,7 +315,9 @@ class PageStates:
         if path is not None and path.exists():
             try:
                 with gzip.open(path, "rb") as file, collection_paused():
-                    self.pages = _loaded(json.loads(file.read()))
+                    saved = json.loads(file.read())
+                    self.pages = _loaded(saved)
+                    self.pace = _pace(saved)
             except (
                 OSError,
                 EOFError,
@@ -516,7 +529,7 @@ class PageStates:
             flat[1::2] = [text for _, text in state.links]
             values["links"] = flat
             pages[url] = values
-        return {"version": STATE_VERSION, "urls": list(urls), "pages": pages}
+        return {"version": STATE_VERSION, "urls": list(urls), "pages": pages, "pace": self.pace}
 
 
 # what a resource is, without where and when this run saw it
@@ -575,6 +588,13 @@ def state_values(state: PageState) -> dict:
     """A PageState as JSON takes it; one level deep, as its values are (``asdict`` copies every link and
     record: ten seconds for 100,000 pages)."""
     return {name: getattr(state, name) for name in _STATE_FIELDS}
+
+
+def _pace(saved: dict) -> float | None:
+    pace = saved.get("pace")
+    if pace is not None and not (isinstance(pace, int | float) and pace > 0):
+        raise ValueError(f"pace {pace!r:.40}")
+    return pace
 
 
 def _loaded(saved: dict) -> dict[str, PageState]:

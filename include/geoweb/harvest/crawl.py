@@ -25,7 +25,7 @@ from geoweb.connectors.search.base import SearchProvider
 from geoweb.crawl import CrawlReport
 from geoweb.crawl.engine import Crawler
 from geoweb.crawl.factory import open_crawler
-from geoweb.crawl.pagestates import UNREACHED_SECONDS, Brief, PageStates, Unchanged, Verdict
+from geoweb.crawl.pagestates import UNREACHED_SECONDS, Brief, PageStates, Unchanged, Verdict, paced_budget
 from geoweb.errors import StoreError
 from geoweb.harvest.pagebuffer import PageBuffer
 from geoweb.harvest.params import HarvestParams, budget_seconds
@@ -61,12 +61,11 @@ def _draw_revisit_cutoff(store: Store, run_id: str, params: HarvestParams) -> No
     is one too: the requests the crawl's last run sent in that time, spent on the pages likeliest to have
     changed rather than on those first in crawl order."""
     budget, budget_bytes = params.revisit_budget, params.revisit_bytes()
-    paced = params.time_budget_hours is not None and not params.full_recrawl
-    if paced and (pace := store.runs.pace(params.crawl_name())) is not None:
-        fit = int(pace * budget_seconds(params.time_budget_hours))
-        log.info("run %s: %d requests fit the time budget at the %.1f per second of the crawl's last run",
-                 run_id, fit, pace)  # fmt: skip
-        budget = fit if budget is None else min(budget, fit)
+    if params.time_budget_hours is not None and not params.full_recrawl:
+        pace = store.runs.pace(params.crawl_name())
+        budget = paced_budget(budget, pace, budget_seconds(params.time_budget_hours))
+        log.info("run %s: the crawl's last run sent %s requests per second", run_id,
+                 "no record of" if pace is None else f"{pace:.2f}")  # fmt: skip
     if (budget is None and budget_bytes is None) or params.full_recrawl:
         store.runs.set_revisit_cutoff(run_id, None)
         return
