@@ -153,18 +153,17 @@ class Runs(Repository):
         ]
 
     def pace(self, crawl: str) -> float | None:
-        """Requests per second of the last successful run of ``crawl``, over its whole wall time; None without
-        one that sent a request."""
+        """Requests per second, over its whole wall time, of the last successful run of ``crawl`` that sent
+        any; None without one."""
         with self._transaction() as cur:
             cur.execute(
                 "SELECT sum(c.requests) / greatest(extract(epoch FROM r.finished_at - r.started_at), 1) "
-                "FROM crawl_runs r JOIN crawl_costs c USING (run_id) "
-                "WHERE r.run_id = (SELECT run_id FROM crawl_runs WHERE crawl = %s AND status = %s "
-                "ORDER BY finished_at DESC LIMIT 1) GROUP BY r.run_id, r.started_at, r.finished_at",
+                "FROM crawl_runs r JOIN crawl_costs c USING (run_id) WHERE r.crawl = %s AND r.status = %s "
+                "GROUP BY r.run_id HAVING sum(c.requests) > 0 ORDER BY r.finished_at DESC LIMIT 1",
                 (crawl, RunStatus.SUCCESS),
             )
             row = cur.fetchone()
-        return float(row[0]) if row and row[0] else None
+        return None if row is None else float(row[0])
 
     # --- levels ---
 
