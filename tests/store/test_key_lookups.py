@@ -10,7 +10,8 @@ import uuid
 from psycopg2.extras import execute_values
 
 from geoweb.crawl.pagestates import PageState
-from geoweb.store.frontier import SHALLOWER, SHALLOWER_VALUES, url_hash
+from geoweb.models import URLStatus
+from geoweb.store.frontier import _PENDING_DEEPER, SHALLOWER, SHALLOWER_VALUES, url_hash
 from geoweb.store.pagestates import BRIEFS, LOAD
 
 ROWS = 3000  # of the run or crawl the statistics do not know
@@ -82,6 +83,37 @@ def test_links_of_a_run_the_statistics_do_not_know_are_matched_by_key(store, run
         )
         assert cur.fetchone()[0] == ASKED
         store.conn.rollback()
+
+
+def test_a_shards_urls_of_a_run_the_statistics_do_not_know_find_their_sources_by_key(store, run_id):
+    """The page that linked each URL a shard reads is looked up by its key, URL by URL: a join planned without
+    the run's statistics hashed the whole frontier for every read of a task running ahead."""
+    earlier = f"test-{uuid.uuid4().hex[:12]}"
+    store.runs.begin(earlier, {"seeds": ["http://seed.example/"]})
+    store.frontier.add_urls(
+        earlier, 1, [(f"http://{earlier}.example/p{i}", None, None) for i in range(ROWS)], 1
+    )
+    with store.conn, store.conn.cursor() as cur:
+        cur.execute("ANALYZE frontier")
+    seed = f"http://{run_id}.example/"
+    store.frontier.add_urls(run_id, 0, [(seed, None, None)], 1)
+    store.frontier.add_urls(run_id, 1, [(f"{seed}p{i}", None, None) for i in range(ROWS)], 1)
+    with store.conn, store.conn.cursor() as cur:
+        cur.execute(
+            "UPDATE frontier SET source_hash = geoweb_url_hash(%s) WHERE level = 1 "
+            "AND run_key = (SELECT run_key FROM crawl_runs WHERE run_id = %s)",
+            (seed, run_id),
+        )
+        args = {"run_id": run_id, "shard": 0, "level": 0, "deepest": 1, "status": URLStatus.DISCOVERED,
+                "min_score": 0.0}  # fmt: skip
+        plan = explained(cur, _PENDING_DEEPER, args)
+    lookups = [scan for scan in scans_of(plan, "frontier") if scan.get("Alias") != "f"]
+    assert lookups and "Hash" not in json.dumps(plan), json.dumps(plan, indent=1)
+    for scan in lookups:
+        assert "md5" in scan.get("Index Cond", ""), json.dumps(scan, indent=1)
+        assert scan["Actual Rows"] + scan.get("Rows Removed by Filter", 0) <= 1, json.dumps(scan, indent=1)
+    rows = store.frontier.pending_deeper(run_id, 0, 0, 1, 0.0)
+    assert len(rows) == ROWS and {source for _, _, source, _, _ in rows} == {seed}
 
 
 def test_urls_gone_leave_the_crawls_states_and_nothing_else_does(store):
