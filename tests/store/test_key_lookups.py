@@ -43,6 +43,17 @@ def assert_probes(plan: dict, table: str) -> None:
         assert read <= ASKED, json.dumps(scan, indent=1)
 
 
+def analyse_another_run(store) -> None:
+    """The frontier's statistics taken with ``ROWS`` rows of another run: they know nothing of the test's."""
+    earlier = f"test-{uuid.uuid4().hex[:12]}"
+    store.runs.begin(earlier, {"seeds": ["http://seed.example/"]})
+    store.frontier.add_urls(
+        earlier, 1, [(f"http://{earlier}.example/p{i}", None, None) for i in range(ROWS)], 8
+    )
+    with store.conn, store.conn.cursor() as cur:
+        cur.execute("ANALYZE frontier")
+
+
 def test_states_of_a_crawl_the_statistics_do_not_know_are_read_by_key(store):
     known, new = f"known-{uuid.uuid4().hex[:8]}", f"new-{uuid.uuid4().hex[:8]}"
     urls = [f"http://{new}.example/p{i}.html" for i in range(ROWS)]
@@ -59,13 +70,7 @@ def test_states_of_a_crawl_the_statistics_do_not_know_are_read_by_key(store):
 
 
 def test_links_of_a_run_the_statistics_do_not_know_are_matched_by_key(store, run_id):
-    earlier = f"test-{uuid.uuid4().hex[:12]}"
-    store.runs.begin(earlier, {"seeds": ["http://seed.example/"]})
-    store.frontier.add_urls(
-        earlier, 1, [(f"http://{earlier}.example/p{i}", None, None) for i in range(ROWS)], 8
-    )
-    with store.conn, store.conn.cursor() as cur:
-        cur.execute("ANALYZE frontier")
+    analyse_another_run(store)
     urls = [f"http://{run_id}.example/p{i}" for i in range(ROWS)]
     store.frontier.add_urls(run_id, 3, [(url, None, None) for url in urls], 8)
 
@@ -88,13 +93,7 @@ def test_links_of_a_run_the_statistics_do_not_know_are_matched_by_key(store, run
 def test_a_shards_urls_of_a_run_the_statistics_do_not_know_find_their_sources_by_key(store, run_id):
     """The page that linked each URL a shard reads is looked up by its key, URL by URL: a join planned without
     the run's statistics hashed the whole frontier for every read of a task running ahead."""
-    earlier = f"test-{uuid.uuid4().hex[:12]}"
-    store.runs.begin(earlier, {"seeds": ["http://seed.example/"]})
-    store.frontier.add_urls(
-        earlier, 1, [(f"http://{earlier}.example/p{i}", None, None) for i in range(ROWS)], 1
-    )
-    with store.conn, store.conn.cursor() as cur:
-        cur.execute("ANALYZE frontier")
+    analyse_another_run(store)
     seed = f"http://{run_id}.example/"
     store.frontier.add_urls(run_id, 0, [(seed, None, None)], 1)
     store.frontier.add_urls(run_id, 1, [(f"{seed}p{i}", None, None) for i in range(ROWS)], 1)
