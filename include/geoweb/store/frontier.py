@@ -57,13 +57,17 @@ def sql_by_priority(table: str = "") -> str:
     return f"{column}score DESC, ('x' || left(md5({url}), 15))::bit(60)::bigint, {url} COLLATE \"C\""
 
 
-# A shard's URLs to fetch in the order of by_priority, with the URL of the page that linked to each, looked up
-# by key row by row: a join planned before the run's rows have statistics hashed the whole frontier per read
-_PENDING = f"""
-SELECT f.url, coalesce(f.source_page, s.url), f.keyword, f.score
+# The frontier's rows ``f`` with the URL of the page that linked to each, ``s.url``, looked up by key row by
+# row: a join planned before the run's rows have statistics hashed the whole frontier per read
+_WITH_SOURCE = """
 FROM frontier f LEFT JOIN LATERAL (
     SELECT url FROM frontier WHERE run_key = f.run_key AND geoweb_url_hash(url) = f.source_hash OFFSET 0
 ) s ON true
+"""
+
+# A shard's URLs to fetch in the order of by_priority, with the URL of the page that linked to each
+_PENDING = f"""
+SELECT f.url, coalesce(f.source_page, s.url), f.keyword, f.score {_WITH_SOURCE}
 WHERE f.run_key = {RUN_KEY} AND f.shard = %(shard)s AND f.level = %(level)s AND f.status = %(status)s
 ORDER BY {sql_by_priority("f")}
 """
@@ -71,10 +75,7 @@ PENDING_PAGE = 5000  # rows per FETCH of pending_urls
 
 # A shard's URLs to fetch past a level, up to a deepest one: level by level, each in by_priority order
 _PENDING_DEEPER = f"""
-SELECT f.level, f.url, coalesce(f.source_page, s.url), f.keyword, f.score
-FROM frontier f LEFT JOIN LATERAL (
-    SELECT url FROM frontier WHERE run_key = f.run_key AND geoweb_url_hash(url) = f.source_hash OFFSET 0
-) s ON true
+SELECT f.level, f.url, coalesce(f.source_page, s.url), f.keyword, f.score {_WITH_SOURCE}
 WHERE f.run_key = {RUN_KEY} AND f.shard = %(shard)s AND f.level > %(level)s AND f.level <= %(deepest)s
     AND f.status = %(status)s AND f.score >= %(min_score)s
 ORDER BY f.level, {sql_by_priority("f")}
