@@ -111,7 +111,9 @@ class Settings:
     max_memory_bytes: int = 400 * MB
     # --- capabilities validation (OWSLib, in worker processes off the event loop) ---
     validation_workers: int = 2  # processes reading capabilities documents with OWSLib
-    validation_timeout: float = 10.0  # seconds one document may take; over it, a miss and a new worker
+    # CPU seconds OWSLib may spend on one document, over which it is a miss; ten times that in wall time ends
+    # its worker
+    validation_timeout: float = 10.0
     validation_memory_bytes: int = 1024 * MB  # address space of a worker (RLIMIT_AS); over it, a miss
     validation_nice: int = 10  # workers' niceness: the crawl's event loop gets the CPU first
     # --- politeness across the deployment (docs/reliability.md#one-politeness-for-the-deployment) ---

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import signal
+import time
 
 import pytest
 
@@ -61,18 +64,59 @@ def pools():
         pool.close()
 
 
-def test_a_document_over_the_time_limit_is_a_miss_and_its_worker_is_replaced(pools, caplog):
+def test_a_document_over_the_cpu_limit_is_a_miss_and_its_worker_goes_on(pools):
     pool = pools(1, 0.3, 1024 * MB)
 
     async def run():
-        with pytest.raises(ValidationTimeout, match=r"over 0\.3 s"):
+        await pool.read(WMS_DOC, URL, MAX_BYTES)
+        before = set(pool._executor._processes)
+        with pytest.raises(ValidationTimeout, match=r"over 0\.3 s of CPU"):
             await pool.read(slow_wms(), URL, MAX_BYTES)
+        after = await pool.read(WMS_DOC, URL, MAX_BYTES)
+        return before, set(pool._executor._processes), after
+
+    before, workers, after = asyncio.run(run())
+    assert workers == before and pool.replaced == 0
+    assert [d.name for d in after.datasets] == ["roads"]
+
+
+def _worker(pool: ValidationPool) -> int:
+    (pid,) = pool._executor._processes
+    return pid
+
+
+def test_a_worker_kept_from_the_cpu_longer_than_the_limit_still_reads_its_document(pools):
+    # a niced worker on a busy machine: stopped for three times the limit, it reads its document once let go
+    pool = pools(1, 0.5, 1024 * MB)
+
+    async def run():
+        await pool.read(WMS_DOC, URL, MAX_BYTES)
+        pid = _worker(pool)
+        os.kill(pid, signal.SIGSTOP)
+        asyncio.get_running_loop().call_later(1.5, os.kill, pid, signal.SIGCONT)
         return await pool.read(WMS_DOC, URL, MAX_BYTES)
 
+    assert [d.name for d in asyncio.run(run()).datasets] == ["roads"]
+    assert pool.replaced == 0
+
+
+def test_a_worker_stuck_for_ten_times_the_limit_is_replaced(pools, caplog):
+    pool = pools(1, 0.2, 1024 * MB)
+
+    async def run():
+        await pool.read(WMS_DOC, URL, MAX_BYTES)
+        os.kill(_worker(pool), signal.SIGSTOP)  # never let go: only the wall-time bound ends it
+        started = time.monotonic()
+        with pytest.raises(ValidationTimeout, match=r"over 2 s of wall time .* its worker was ended"):
+            await pool.read(WMS_DOC, URL, MAX_BYTES)
+        waited = time.monotonic() - started
+        return waited, await pool.read(WMS_DOC, URL, MAX_BYTES)
+
     with caplog.at_level(logging.WARNING):
-        after = asyncio.run(run())
+        waited, after = asyncio.run(run())
+    assert 2.0 <= waited < 5.0
     assert pool.replaced == 1 and "validation pool replaced" in caplog.text
-    assert [d.name for d in after.datasets] == ["roads"]
+    assert after.title == "Maps"
 
 
 def test_the_time_limit_counts_reading_not_waiting_for_a_worker(pools):

@@ -2,15 +2,18 @@
 
 OWSLib is synchronous and can take over a second on a big document, which would stall every fetch of the
 crawl. ``ValidationPool.read`` runs ``read_capabilities`` in a worker process (forkserver, OWSLib imported
-once in the server) and awaits it. At most ``validation_workers`` documents are in the pool at once, so a
-document's time limit (``validation_timeout``) counts its reading only, never its wait for a worker; each
-worker's address space is bounded (``validation_memory_bytes``, RLIMIT_AS) from its initializer, and its
-priority lowered (``validation_nice``) so that the crawl's event loop keeps a core when the workers are busy.
+once in the server) and awaits it. Each worker's address space is bounded (``validation_memory_bytes``,
+RLIMIT_AS) from its initializer, and its priority lowered (``validation_nice``) so that the crawl's event loop
+keeps a core when the workers are busy.
 
-A document over the time limit ends its worker: the pool is replaced (``concurrent.futures`` cannot replace
-one worker), the document is a miss naming the limit, and the documents that were in the pool with it are
-read again once on the new pool. A worker that dies is replaced the same way; a document that kills a
-worker twice is a miss. A document over the memory bound is a miss too; the worker survives it.
+A document's time limit (``validation_timeout``) is CPU time of its worker, counted there by a profiling
+timer: a niced worker on a busy machine may wait many times that for a core, and its document is no slower
+for it. Over the limit, the document is a miss naming it and the worker goes on. A worker that takes
+``WALL_LIMIT_FACTOR`` times the limit in wall time (stuck where the timer cannot stop it) is ended: the pool
+is replaced (``concurrent.futures`` cannot replace one worker), and the documents that were in the pool with
+it are read again once on the new pool. A worker that dies is replaced the same way; a document that kills a
+worker twice is a miss. A document over the memory bound is a miss too; the worker survives it. At most
+``validation_workers`` documents are in the pool at once, so no limit counts a wait for a worker.
 
 Where a process may have no children (Celery's prefork pool marks its worker children daemonic, and
 multiprocessing refuses them any process), documents are read in a thread instead, logged once: the loop
@@ -27,6 +30,7 @@ import logging
 import multiprocessing
 import os
 import resource
+import signal
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
@@ -35,6 +39,10 @@ from geoweb.models import Resource
 from geoweb.settings import Settings
 
 log = logging.getLogger(__name__)
+
+# A worker is ended when its document has taken this many times the CPU limit in wall time: time enough for a
+# niced worker to get its CPU on a busy machine, and a bound on one stuck outside Python.
+WALL_LIMIT_FACTOR = 10
 
 
 class ValidationTimeout(GeowebError):
@@ -64,10 +72,32 @@ def _started() -> int:
     return os.getpid()
 
 
-def _read(body: bytes, url: str, max_bytes: int) -> Resource:
+class _OverCpuLimit(BaseException):
+    """Raised in a worker by its profiling timer; no Exception, so that no reader's handler swallows it."""
+
+
+def _over_cpu_limit(signum, frame) -> None:
+    raise _OverCpuLimit
+
+
+def _read(body: bytes, url: str, max_bytes: int, cpu_seconds: float | None = None) -> Resource:
+    """``read_capabilities``, within ``cpu_seconds`` of this process's CPU time (ITIMER_PROF) when given: in a
+    worker, never in a thread (only a main thread takes signals)."""
     from geoweb.detect.ogc import read_capabilities
 
-    return read_capabilities(body, url, max_bytes=max_bytes)
+    if cpu_seconds is None:
+        return read_capabilities(body, url, max_bytes=max_bytes)
+    signal.signal(signal.SIGPROF, _over_cpu_limit)
+    try:
+        signal.setitimer(signal.ITIMER_PROF, cpu_seconds)
+        try:
+            return read_capabilities(body, url, max_bytes=max_bytes)
+        finally:
+            signal.setitimer(signal.ITIMER_PROF, 0)
+    except _OverCpuLimit:  # also when the timer fired as the reading ended
+        raise ValidationTimeout(
+            f"OWSLib took over {cpu_seconds:g} s of CPU (validation_timeout); its worker went on"
+        ) from None
 
 
 class ValidationPool:
@@ -141,14 +171,20 @@ class ValidationPool:
             while True:
                 executor = await self._ready()
                 try:
-                    # without worker processes, a thread: the loop stays free, a thread past the limit is
-                    # abandoned (it ends with its document)
-                    future = loop.run_in_executor(executor, _read, body, url, max_bytes)
-                    return await asyncio.wait_for(future, self.timeout)
+                    if executor is None:
+                        # a thread, whose CPU time no timer counts: the limit is wall time, and a thread past
+                        # it is abandoned (it ends with its document)
+                        future = loop.run_in_executor(None, _read, body, url, max_bytes)
+                        wall_limit = self.timeout
+                    else:
+                        future = loop.run_in_executor(executor, _read, body, url, max_bytes, self.timeout)
+                        wall_limit = self.timeout * WALL_LIMIT_FACTOR
+                    return await asyncio.wait_for(future, wall_limit)
                 except TimeoutError:
-                    self._replace(executor, f"{url} took over {self.timeout:g} s")
+                    self._replace(executor, f"{url} took over {wall_limit:g} s")
+                    ended = "" if executor is None else "; its worker was ended"
                     raise ValidationTimeout(
-                        f"OWSLib took over {self.timeout:g} s (validation_timeout); its worker was ended"
+                        f"OWSLib took over {wall_limit:g} s of wall time (validation_timeout){ended}"
                     ) from None
                 except MemoryError:
                     raise ValidationMemory(
