@@ -64,8 +64,8 @@ def _draw_revisit_cutoff(store: Store, run_id: str, params: HarvestParams) -> No
     if params.time_budget_hours is not None and not params.full_recrawl:
         pace = store.runs.pace(params.crawl_name())
         budget = paced_budget(budget, pace, budget_seconds(params.time_budget_hours))
-        log.info("run %s: its time budget paced at %s requests per second, the crawl's last run's", run_id,
-                 "no" if pace is None else f"{pace:.2f}")  # fmt: skip
+        log.info("run %s: its time budget paced by the crawl's last run: %s", run_id,
+                 "none sent requests" if pace is None else f"{pace:.2f} requests per second")  # fmt: skip
     if (budget is None and budget_bytes is None) or params.full_recrawl:
         store.runs.set_revisit_cutoff(run_id, None)
         return

@@ -60,9 +60,19 @@ class ValidationCrashed(GeowebError):
     user_msg = "The process reading the capabilities document died"
 
 
+class _OverCpuLimit(BaseException):
+    """Raised in a worker by its profiling timer; no Exception, so that no reader's handler swallows it."""
+
+
+def _over_cpu_limit(signum, frame) -> None:
+    raise _OverCpuLimit
+
+
 def _init_worker(memory_bytes: int, nice: int) -> None:
-    """Worker initializer: bound the address space (OWSLib is already imported by the forkserver) and yield
-    the CPU to the crawl's event loop, which would otherwise stall while workers hold every core."""
+    """Worker initializer: bound the address space (OWSLib is already imported by the forkserver), yield the
+    CPU to the crawl's event loop, which would otherwise stall while workers hold every core, and end a reading
+    when its CPU time is up (``_read``)."""
+    signal.signal(signal.SIGPROF, _over_cpu_limit)
     if memory_bytes > 0:
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     os.nice(nice)
@@ -72,22 +82,14 @@ def _started() -> int:
     return os.getpid()
 
 
-class _OverCpuLimit(BaseException):
-    """Raised in a worker by its profiling timer; no Exception, so that no reader's handler swallows it."""
-
-
-def _over_cpu_limit(signum, frame) -> None:
-    raise _OverCpuLimit
-
-
 def _read(body: bytes, url: str, max_bytes: int, cpu_seconds: float | None = None) -> Resource:
     """``read_capabilities``, within ``cpu_seconds`` of this process's CPU time (ITIMER_PROF) when given: in a
-    worker, never in a thread (only a main thread takes signals)."""
+    worker, whose initializer handles the timer's signal; never in a thread (only a main thread takes
+    signals)."""
     from geoweb.detect.ogc import read_capabilities
 
     if cpu_seconds is None:
         return read_capabilities(body, url, max_bytes=max_bytes)
-    signal.signal(signal.SIGPROF, _over_cpu_limit)
     try:
         signal.setitimer(signal.ITIMER_PROF, cpu_seconds)
         try:
